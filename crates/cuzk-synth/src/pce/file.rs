@@ -1,0 +1,323 @@
+//! The PCE file format: a versioned, checksummed little-endian dump of the three matrices.
+//!
+//! Layout (all integers little-endian):
+//!
+//! | bytes          | content                                                        |
+//! |----------------|----------------------------------------------------------------|
+//! | 8              | magic `CUZKPCE\0`                                              |
+//! | 4              | format version (`u32`)                                         |
+//! | 4              | circuit key length in bytes (`u32`, at most [`MAX_KEY_LEN`])   |
+//! | 3 × 8          | `num_inputs`, `num_aux`, `num_constraints` (`u64`)             |
+//! | 3 × 8          | entries of A, B, C (`u64`)                                     |
+//! | 4              | CRC32 of the 64 bytes above                                    |
+//! | key length     | circuit key, UTF-8                                             |
+//! | 4              | CRC32 of everything above                                      |
+//! | per A, B, C    | row pointers (`rows + 1` × `u64`), columns (`u32`), values (4 × `u64` Montgomery limbs) |
+//! | 4              | CRC32 of everything above                                      |
+//!
+//! The fixed header has its own checksum so that sizes are trusted before anything is
+//! allocated from them; the body is validated only after the final checksum matched, so a
+//! damaged byte reports as a checksum mismatch rather than as whatever it broke.
+
+use super::crc_io::{u32_at, u64_at, CrcRead, CrcWrite};
+use super::{Csr, Pce};
+use crate::SynthError;
+use cuzk_field::{FrRepr, Scalar};
+use ff::Field;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// First eight bytes of every PCE file.
+pub const PCE_MAGIC: [u8; 8] = *b"CUZKPCE\0";
+/// The format version this build reads and writes.
+pub const PCE_FORMAT_VERSION: u32 = 1;
+/// Longest circuit key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+const FIXED_HEADER_LEN: usize = 64;
+const FR_BYTES: usize = 32;
+const IO_BUF: usize = 1 << 20;
+
+const SECTIONS: [[&str; 3]; 3] = [
+    ["A row pointers", "A columns", "A values"],
+    ["B row pointers", "B columns", "B values"],
+    ["C row pointers", "C columns", "C values"],
+];
+
+fn encode_scalar(s: &Scalar, out: &mut [u8]) {
+    let repr = FrRepr::from(*s);
+    for (limb, bytes) in repr.limbs.iter().zip(out.chunks_exact_mut(8)) {
+        bytes.copy_from_slice(&limb.to_le_bytes());
+    }
+}
+
+/// Replaces a stream error by the same error on the named file.
+fn on_path(path: &Path) -> impl Fn(SynthError) -> SynthError + '_ {
+    move |e| match e {
+        SynthError::StreamIo { source } => SynthError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => other,
+    }
+}
+
+/// Total size in bytes of a file with this header.
+fn file_len(key_len: usize, rows: usize, nnz: [usize; 3]) -> Option<u64> {
+    let mut total = (FIXED_HEADER_LEN + 4 + key_len + 4 + 4) as u64;
+    for n in nnz {
+        let matrix = (rows as u64 + 1)
+            .checked_mul(8)?
+            .checked_add((n as u64).checked_mul(4 + FR_BYTES as u64)?)?;
+        total = total.checked_add(matrix)?;
+    }
+    Some(total)
+}
+
+impl Pce {
+    /// Writes this PCE to `path` under the circuit key `key` (e.g. `sha256-preimage-64B`).
+    ///
+    /// The data goes to `<path>.partial` first and is renamed into place once complete, so
+    /// a reader never sees a half-written file under the final name.
+    pub fn save(&self, path: impl AsRef<Path>, key: &str) -> Result<(), SynthError> {
+        let path = path.as_ref();
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        let result = (|| {
+            let file = File::create(&partial).map_err(|source| SynthError::Io {
+                path: partial.clone(),
+                source,
+            })?;
+            let mut w = BufWriter::with_capacity(IO_BUF, file);
+            self.write_to(&mut w, key).map_err(on_path(&partial))?;
+            w.flush().map_err(|source| SynthError::Io {
+                path: partial.clone(),
+                source,
+            })?;
+            drop(w);
+            std::fs::rename(&partial, path).map_err(|source| SynthError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        })();
+        if result.is_err() {
+            // Best effort: the error being returned matters more than a leftover file.
+            let _ = std::fs::remove_file(&partial);
+        }
+        result
+    }
+
+    /// Writes this PCE to a stream (buffer it: many small writes are made).
+    pub fn write_to<W: Write>(&self, w: W, key: &str) -> Result<(), SynthError> {
+        if key.len() > MAX_KEY_LEN {
+            return Err(SynthError::KeyTooLong {
+                len: key.len(),
+                max: MAX_KEY_LEN,
+            });
+        }
+        // Only what the layout itself depends on is checked here; `load` validates the rest.
+        let rows = self.num_rows();
+        for (name, m) in [("A", &self.a), ("B", &self.b), ("C", &self.c)] {
+            if m.row_ptr.len() != rows + 1 || m.cols.len() != m.vals.len() {
+                return Err(SynthError::Corrupt {
+                    what: format!(
+                        "matrix {name}: {} row pointers for {rows} rows, {} columns, {} values",
+                        m.row_ptr.len(),
+                        m.cols.len(),
+                        m.vals.len()
+                    ),
+                });
+            }
+        }
+        let mut w = CrcWrite::new(w);
+        let mut header = Vec::with_capacity(FIXED_HEADER_LEN);
+        header.extend_from_slice(&PCE_MAGIC);
+        header.extend_from_slice(&PCE_FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        for n in [
+            self.num_inputs,
+            self.num_aux,
+            self.num_constraints,
+            self.a.nnz(),
+            self.b.nnz(),
+            self.c.nnz(),
+        ] {
+            header.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+        w.put(&header)?;
+        w.put_crc()?;
+        w.put(key.as_bytes())?;
+        w.put_crc()?;
+        for m in [&self.a, &self.b, &self.c] {
+            w.put_array(&m.row_ptr, 8, |p, out| {
+                out.copy_from_slice(&p.to_le_bytes())
+            })?;
+            w.put_array(&m.cols, 4, |c, out| out.copy_from_slice(&c.to_le_bytes()))?;
+            w.put_array(&m.vals, FR_BYTES, encode_scalar)?;
+        }
+        w.put_crc()
+    }
+
+    /// Reads a PCE from `path`; with `expected_key`, errors with
+    /// [`SynthError::CircuitMismatch`] if the file was recorded for another circuit.
+    pub fn load(path: impl AsRef<Path>, expected_key: Option<&str>) -> Result<Pce, SynthError> {
+        let path = path.as_ref();
+        let io = |source| SynthError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let r = BufReader::with_capacity(IO_BUF, file);
+        read(r, expected_key, Some(len)).map_err(on_path(path))
+    }
+
+    /// Reads a PCE from a stream (buffer it: many small reads are made); see [`Pce::load`].
+    pub fn read_from<R: Read>(r: R, expected_key: Option<&str>) -> Result<Pce, SynthError> {
+        read(r, expected_key, None)
+    }
+}
+
+/// The shape a file's header announces.
+struct Header {
+    key_len: usize,
+    num_inputs: usize,
+    num_aux: usize,
+    num_constraints: usize,
+    nnz: [usize; 3],
+}
+
+impl Header {
+    fn rows(&self) -> usize {
+        self.num_constraints + self.num_inputs
+    }
+}
+
+/// Parses a PCE; `total_len`, where known, is the exact size of the data.
+fn read<R: Read>(
+    r: R,
+    expected_key: Option<&str>,
+    total_len: Option<u64>,
+) -> Result<Pce, SynthError> {
+    let mut r = CrcRead::new(r);
+    let h = read_header(&mut r, expected_key)?;
+    let expected_len = file_len(h.key_len, h.rows(), h.nnz);
+    // Sizes are only allocated up front when the data is known to be that long.
+    let reserve = matches!((total_len, expected_len), (Some(t), Some(e)) if t >= e);
+
+    // Damaged values are noted and replaced, so that the checksum gets the first word.
+    let mut first_bad: Option<String> = None;
+    let mut matrices = Vec::with_capacity(3);
+    for (m, sections) in SECTIONS.iter().enumerate() {
+        let row_ptr = r.take_array(h.rows() + 1, 8, sections[0], reserve, |b| u64_at(b, 0))?;
+        let cols = r.take_array(h.nnz[m], 4, sections[1], reserve, |b| u32_at(b, 0))?;
+        let mut k = 0usize;
+        let vals = r.take_array(h.nnz[m], FR_BYTES, sections[2], reserve, |b| {
+            let limbs = [u64_at(b, 0), u64_at(b, 8), u64_at(b, 16), u64_at(b, 24)];
+            k += 1;
+            Scalar::try_from(FrRepr { limbs }).unwrap_or_else(|e| {
+                first_bad.get_or_insert_with(|| format!("{} entry {}: {e}", sections[2], k - 1));
+                Scalar::ZERO
+            })
+        })?;
+        matrices.push(Csr {
+            row_ptr,
+            cols,
+            vals,
+        });
+    }
+    r.expect_crc("file")?;
+
+    if let (Some(total), Some(expected)) = (total_len, expected_len) {
+        if total > expected {
+            return Err(SynthError::Corrupt {
+                what: format!("{} trailing bytes after the checksum", total - expected),
+            });
+        }
+    }
+    if let Some(what) = first_bad {
+        return Err(SynthError::Corrupt { what });
+    }
+    let [a, b, c]: [Csr; 3] = matrices.try_into().expect("three matrices");
+    let pce = Pce {
+        num_inputs: h.num_inputs,
+        num_aux: h.num_aux,
+        num_constraints: h.num_constraints,
+        a,
+        b,
+        c,
+    };
+    pce.validate()?;
+    Ok(pce)
+}
+
+/// Reads and checks everything before the matrices: magic, version, counts, circuit key.
+fn read_header<R: Read>(
+    r: &mut CrcRead<R>,
+    expected_key: Option<&str>,
+) -> Result<Header, SynthError> {
+    let mut h = [0u8; FIXED_HEADER_LEN];
+    r.take(&mut h[..8], "magic")?;
+    if h[..8] != PCE_MAGIC {
+        return Err(SynthError::BadMagic {
+            found: h[..8].try_into().expect("8 bytes"),
+        });
+    }
+    r.take(&mut h[8..], "header")?;
+    let version = u32_at(&h, 8);
+    if version != PCE_FORMAT_VERSION {
+        return Err(SynthError::UnsupportedVersion {
+            found: version,
+            supported: PCE_FORMAT_VERSION,
+        });
+    }
+    r.expect_crc("header")?;
+
+    let too_big = |what: &str, n: u64| SynthError::Corrupt {
+        what: format!("{what} {n} does not fit this platform"),
+    };
+    let count = |at: usize, what: &str| {
+        usize::try_from(u64_at(&h, at)).map_err(|_| too_big(what, u64_at(&h, at)))
+    };
+    let header = Header {
+        key_len: u32_at(&h, 12) as usize,
+        num_inputs: count(16, "input count")?,
+        num_aux: count(24, "aux count")?,
+        num_constraints: count(32, "constraint count")?,
+        nnz: [
+            count(40, "A entry count")?,
+            count(48, "B entry count")?,
+            count(56, "C entry count")?,
+        ],
+    };
+    if header
+        .num_constraints
+        .checked_add(header.num_inputs)
+        .is_none_or(|rows| rows == usize::MAX)
+    {
+        return Err(too_big("constraint count", header.num_constraints as u64));
+    }
+    if header.key_len > MAX_KEY_LEN {
+        return Err(SynthError::Corrupt {
+            what: format!(
+                "circuit key length {} exceeds {MAX_KEY_LEN}",
+                header.key_len
+            ),
+        });
+    }
+    let mut key = vec![0u8; header.key_len];
+    r.take(&mut key, "circuit key")?;
+    r.expect_crc("header")?;
+    let key = String::from_utf8(key).map_err(|e| SynthError::Corrupt {
+        what: format!("circuit key is not UTF-8: {e}"),
+    })?;
+    match expected_key {
+        Some(expected) if expected != key => Err(SynthError::CircuitMismatch {
+            expected: expected.to_owned(),
+            found: key,
+        }),
+        _ => Ok(header),
+    }
+}

@@ -1,0 +1,139 @@
+//! The witness-only constraint system: assignments and nothing else.
+
+use crate::Witness;
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use cuzk_field::Scalar;
+use ff::Field;
+
+/// Witness-only constraint system: records assignments, ignores constraints.
+///
+/// `enforce` never calls its linear-combination closures, which is where most of a
+/// circuit's synthesis time goes. It is a witness generator (circuits may write
+/// assignments in bulk through `extend_aux`, `allocate_empty` and friends) and extensible.
+/// [`ConstraintSystem::new`] allocates the input ONE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WitnessCs {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+}
+
+impl WitnessCs {
+    /// A constraint system with room for `num_inputs` inputs (ONE included) and `num_aux`
+    /// aux variables, so that a circuit of known shape never reallocates.
+    pub fn with_capacity(num_inputs: usize, num_aux: usize) -> WitnessCs {
+        let mut inputs = Vec::with_capacity(num_inputs.max(1));
+        inputs.push(Scalar::ONE);
+        WitnessCs {
+            inputs,
+            aux: Vec::with_capacity(num_aux),
+        }
+    }
+
+    /// The assignments.
+    pub fn into_witness(self) -> Witness {
+        Witness {
+            inputs: self.inputs,
+            aux: self.aux,
+        }
+    }
+}
+
+/// Grows `v` by `n` zeros and returns the new tail.
+fn grow(v: &mut Vec<Scalar>, n: usize) -> &mut [Scalar] {
+    let start = v.len();
+    v.resize(start + n, Scalar::ZERO);
+    &mut v[start..]
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        WitnessCs::with_capacity(1, 0)
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        // `other.inputs[0]` is its own copy of ONE.
+        self.inputs.extend_from_slice(&other.inputs[1..]);
+        self.aux.extend_from_slice(&other.aux);
+    }
+
+    fn is_witness_generator(&self) -> bool {
+        true
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        self.inputs.extend_from_slice(new_inputs);
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        self.aux.extend_from_slice(new_aux);
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        (grow(&mut self.aux, aux_n), grow(&mut self.inputs, inputs_n))
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        grow(&mut self.inputs, n)
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        grow(&mut self.aux, n)
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        &self.aux
+    }
+}
