@@ -1,0 +1,279 @@
+//! GPU tests of the runtime and of the field kernels against blstrs. Ignored where there is no
+//! GPU; run them with `cargo xtask test --gpu` (or the bundle's `run-tests`).
+//!
+//! Inputs are fresh random each run, after the edge values; the seed is printed, and
+//! `CUZK_TEST_SEED=<seed>` replays a run.
+
+use cuzk_cuda::field::{self, BinaryOp, GpuField, UnaryOp};
+use cuzk_cuda::{CudaError, Device, DeviceBuffer, Stream};
+use cuzk_field::{Field, Fp, Fp2, Fp2Repr, FpRepr, FrRepr, Scalar};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use std::fmt::Debug;
+
+/// Elements per case: enough to cover every lane pattern of the kernels many times over.
+const N: usize = 1 << 16;
+
+fn device() -> Device {
+    Device::open(0).expect("GPU tests need a CUDA device")
+}
+
+fn rng(test: &str) -> ChaCha20Rng {
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    println!("{test}: seed {seed} (replay with CUZK_TEST_SEED={seed})");
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// Operand vectors: every ordered pair of edge values first, then random elements.
+fn operands<F: Field>(edges: &[F], rng: &mut ChaCha20Rng) -> (Vec<F>, Vec<F>) {
+    let (mut a, mut b) = (Vec::with_capacity(N), Vec::with_capacity(N));
+    for x in edges {
+        for y in edges {
+            a.push(*x);
+            b.push(*y);
+        }
+    }
+    while a.len() < N {
+        a.push(F::random(&mut *rng));
+        b.push(F::random(&mut *rng));
+    }
+    (a, b)
+}
+
+fn upload<F, R>(stream: &Stream, xs: &[F]) -> DeviceBuffer<R>
+where
+    F: Copy + Into<R>,
+    R: GpuField,
+{
+    let reprs: Vec<R> = xs.iter().map(|x| (*x).into()).collect();
+    stream.upload(&reprs).expect("upload")
+}
+
+fn compare<F, R>(what: &str, got: &[R], want: &[F], a: &[F], b: Option<&[F]>)
+where
+    F: Field + Debug,
+    R: GpuField + TryInto<F>,
+    R::Error: Debug,
+{
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let wrong: Vec<usize> = (0..want.len())
+        .filter(|&i| got[i].try_into().ok().as_ref() != Some(&want[i]))
+        .collect();
+    if let Some(&i) = wrong.first() {
+        panic!(
+            "{what}: {} of {} elements wrong; first at {i}: a = {:?}, b = {:?}, gpu = {:?}, blstrs = {:?}",
+            wrong.len(),
+            want.len(),
+            a[i],
+            b.map(|b| b[i]),
+            got[i].try_into(),
+            want[i]
+        );
+    }
+}
+
+/// A CPU reference of a two-operand operation, and of a one-operand one.
+type Binary<F> = (BinaryOp, fn(&F, &F) -> F);
+type Unary<F> = (UnaryOp, fn(&F) -> F);
+
+/// Runs all five kernels of one field on the same operands and compares with blstrs.
+fn check_field<F, R>(test: &str, edges: &[F])
+where
+    F: Field + Debug + Into<R>,
+    R: GpuField + TryInto<F> + Debug,
+    R::Error: Debug,
+{
+    let mut rng = rng(test);
+    let (a, b) = operands(edges, &mut rng);
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let (da, db) = (upload::<F, R>(&stream, &a), upload::<F, R>(&stream, &b));
+    let mut out = stream.alloc::<R>(N).unwrap();
+
+    let binary: [Binary<F>; 3] = [
+        (BinaryOp::Add, |x, y| *x + y),
+        (BinaryOp::Sub, |x, y| *x - y),
+        (BinaryOp::Mul, |x, y| *x * y),
+    ];
+    for (op, cpu) in binary {
+        field::binary(&stream, op, &da, &db, &mut out).unwrap();
+        let want: Vec<F> = a.iter().zip(&b).map(|(x, y)| cpu(x, y)).collect();
+        compare(
+            &format!("{test} {op:?}"),
+            &stream.download(&out).unwrap(),
+            &want,
+            &a,
+            Some(&b),
+        );
+    }
+    let unary: [Unary<F>; 2] = [
+        (UnaryOp::Square, |x| x.square()),
+        // blstrs has no inverse of zero; the kernels define it as zero.
+        (UnaryOp::Inverse, |x| x.invert().unwrap_or(F::ZERO)),
+    ];
+    for (op, cpu) in unary {
+        field::unary(&stream, op, &da, &mut out).unwrap();
+        let want: Vec<F> = a.iter().map(cpu).collect();
+        compare(
+            &format!("{test} {op:?}"),
+            &stream.download(&out).unwrap(),
+            &want,
+            &a,
+            None,
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fr_ops_match_blstrs() {
+    check_field::<Scalar, FrRepr>("gpu_fr", &[Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fp_ops_match_blstrs() {
+    check_field::<Fp, FpRepr>("gpu_fp", &[Fp::ZERO, Fp::ONE, -Fp::ONE]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_fp2_ops_match_blstrs() {
+    let parts = [Fp::ZERO, Fp::ONE, -Fp::ONE];
+    let edges: Vec<Fp2> = parts
+        .iter()
+        .flat_map(|c0| parts.iter().map(|c1| Fp2::new(*c0, *c1)))
+        .collect();
+    check_field::<Fp2, Fp2Repr>("gpu_fp2", &edges);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_devices_are_discovered() {
+    assert!(cuzk_cuda::cuda_available());
+    let devices = Device::all().unwrap();
+    assert!(!devices.is_empty());
+    for d in &devices {
+        let info = d.info();
+        println!("{info}");
+        assert!(!info.name.is_empty());
+        assert!(info.sm_count > 0 && info.total_memory > 0 && info.max_threads_per_block >= 256);
+        assert!(info.compute_capability.0 >= 7);
+        let (free, total) = d.memory_info().unwrap();
+        assert!(free <= total && total > 0);
+    }
+    // One context per device: opening again shares it, and its loaded image.
+    let path = Device::open(0).unwrap().load_kernels().unwrap();
+    assert_eq!(devices[0].load_kernels().unwrap(), path);
+    println!("kernel image: {}", path.display());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_copies_views_and_pinned_memory_round_trip() {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let host: Vec<u32> = (0..10_000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut buf = stream.upload(&host).unwrap();
+    assert_eq!(stream.download(&buf).unwrap(), host);
+    assert_eq!(
+        stream.download(&buf.slice(100..200)).unwrap(),
+        &host[100..200]
+    );
+
+    // Device-to-device into a view, then zeroing part of it.
+    let mut other = stream.alloc_zeroed::<u32>(host.len()).unwrap();
+    stream
+        .copy_on_device(&buf.slice(..5000), &mut other.slice_mut(5000..))
+        .unwrap();
+    stream.zero(&mut buf.slice_mut(..10)).unwrap();
+    let back = stream.download(&other).unwrap();
+    assert!(back[..5000].iter().all(|&x| x == 0));
+    assert_eq!(&back[5000..], &host[..5000]);
+    assert!(stream
+        .download(&buf.slice(..10))
+        .unwrap()
+        .iter()
+        .all(|&x| x == 0));
+
+    // Pinned host memory both ways, asynchronously.
+    let mut pinned = device.alloc_pinned::<u32>(host.len()).unwrap();
+    assert!(pinned.as_slice().unwrap().iter().all(|&x| x == 0));
+    pinned.as_mut_slice().unwrap().copy_from_slice(&host);
+    let mut dev = stream.alloc::<u32>(host.len()).unwrap();
+    stream.copy_pinned_to_device(&pinned, &mut dev).unwrap();
+    let mut back = device.alloc_pinned::<u32>(host.len()).unwrap();
+    stream.copy_to_pinned(&dev, &mut back).unwrap();
+    assert_eq!(back.as_slice().unwrap(), &host[..]);
+
+    // Lengths are checked, not trusted.
+    let err = stream.copy_to_device(&host[..3], &mut dev).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CudaError::LengthMismatch {
+                expected: 10_000,
+                got: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_events_time_device_work() {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let n = 1 << 20;
+    let xs: Vec<FrRepr> = (0..n as u64).map(|i| Scalar::from(i + 2).into()).collect();
+    let a = stream.upload(&xs).unwrap();
+    let mut out = stream.alloc::<FrRepr>(n).unwrap();
+    let (start, end) = (device.new_event().unwrap(), device.new_event().unwrap());
+    stream.record(&start).unwrap();
+    field::binary(&stream, BinaryOp::Mul, &a, &a, &mut out).unwrap();
+    stream.record(&end).unwrap();
+    let ms = start.elapsed_ms(&end).unwrap();
+    assert!(end.is_complete());
+    println!("Fr mul of 2^20 elements: {ms:.3} ms");
+    assert!(ms > 0.0 && ms < 10_000.0);
+
+    // A second stream orders itself after the first through an event.
+    let other = device.new_stream().unwrap();
+    other.wait(&end).unwrap();
+    let back: Vec<FrRepr> = other.download(&out.slice(..4)).unwrap();
+    assert_eq!(
+        Scalar::try_from(back[3]).unwrap(),
+        Scalar::from(5u64).square()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_unknown_kernels_and_bad_lengths_are_typed_errors() {
+    let device = device();
+    let err = device.kernel("cuzk_no_such_kernel").unwrap_err();
+    assert!(
+        matches!(&err, CudaError::KernelNotFound { kernel, .. } if kernel == "cuzk_no_such_kernel")
+    );
+    assert!(err.to_string().contains("cuzk_no_such_kernel"));
+
+    let stream = device.new_stream().unwrap();
+    let a = stream.alloc_zeroed::<FpRepr>(8).unwrap();
+    let mut out = stream.alloc::<FpRepr>(7).unwrap();
+    let err = field::unary(&stream, UnaryOp::Square, &a, &mut out).unwrap_err();
+    assert!(matches!(
+        err,
+        CudaError::LengthMismatch {
+            expected: 8,
+            got: 7,
+            ..
+        }
+    ));
+}

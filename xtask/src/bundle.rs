@@ -1,0 +1,288 @@
+//! `cargo xtask bundle`: everything a GPU host without Rust needs to run cuzk's GPU tests and
+//! benchmarks, in `target/bundle/`: stripped release test binaries (one per crate that has
+//! `gpu_` tests), the `cuzk-bench` binary, the kernel image once, and the `run-tests` and
+//! `run-bench` scripts.
+
+use crate::kernels::{self, target_dir, BuildKernelsArgs};
+use crate::util::{project_root, step};
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The bundle travels to the GPU host; its size is capped.
+const MAX_BYTES: u64 = 40 << 20;
+
+const RUN_TESTS: &str = include_str!("../bundle/run-tests");
+const RUN_BENCH: &str = include_str!("../bundle/run-bench");
+
+/// Options of `cargo xtask bundle`.
+#[derive(clap::Args, Debug)]
+pub struct BundleArgs {
+    /// Architectures of the shipped kernel image (SASS), comma-separated; PTX is always added.
+    #[arg(long, value_delimiter = ',', default_value = "sm_90")]
+    pub arch: Vec<String>,
+}
+
+/// Builds `target/bundle/` and returns its path.
+pub fn build(args: &BundleArgs) -> Result<PathBuf> {
+    let image = kernels::build(&BuildKernelsArgs {
+        arch: args.arch.clone(),
+        force: false,
+    })?;
+
+    step("release GPU test binaries");
+    let tests = gpu_test_binaries()?;
+    step("release benchmark binary");
+    let bench = bench_binary()?;
+
+    let dir = target_dir().join("bundle");
+    step(&format!("assembling {}", dir.display()));
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    for sub in ["tests", "bin", "kernels"] {
+        fs::create_dir_all(dir.join(sub))?;
+    }
+    fs::copy(&image, dir.join("kernels").join(kernels::IMAGE_FILE))?;
+    for (name, exe) in &tests {
+        install_binary(exe, &dir.join("tests").join(name))?;
+    }
+    install_binary(&bench, &dir.join("bin/cuzk-bench"))?;
+    write_script(&dir.join("run-tests"), RUN_TESTS)?;
+    write_script(&dir.join("run-bench"), RUN_BENCH)?;
+
+    let total = dir_size(&dir)?;
+    for (name, exe) in &tests {
+        eprintln!("    tests/{name}  (from {})", exe.display());
+    }
+    eprintln!(
+        "    bundle: {} test binaries, cuzk-bench, kernel image; {:.1} MiB of {} MiB allowed",
+        tests.len(),
+        total as f64 / (1u64 << 20) as f64,
+        MAX_BYTES >> 20
+    );
+    if total > MAX_BYTES {
+        bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
+    }
+    eprintln!(
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR",
+        dir.display()
+    );
+    Ok(dir)
+}
+
+/// Runs cargo with JSON messages on stdout (diagnostics still rendered on stderr) and returns
+/// the compiler-artifact messages.
+fn cargo_artifacts(args: &[&str]) -> Result<Vec<Value>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(project_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo")?;
+    if !out.status.success() {
+        bail!("cargo {} failed with {}", args.join(" "), out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact")
+        .collect())
+}
+
+/// The package name in a cargo package id (`path+file:///…/cuzk-cuda#0.1.0`, or `…#name@1.0`).
+fn package_name(id: &str) -> String {
+    let (path, frag) = id.rsplit_once('#').unwrap_or((id, ""));
+    match frag.split_once('@') {
+        Some((name, _)) => name.to_owned(),
+        None => path.rsplit('/').next().unwrap_or(path).to_owned(),
+    }
+}
+
+/// Test names a test binary lists among its ignored tests.
+fn ignored_tests(exe: &Path) -> Result<Vec<String>> {
+    let out = Command::new(exe)
+        .args(["--list", "--ignored", "--format=terse"])
+        .output()
+        .with_context(|| format!("listing tests of {}", exe.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} --list failed: {}",
+            exe.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Builds the workspace's tests in release mode and picks the binaries with `gpu_` tests,
+/// named `<package>.<target>` in the bundle.
+fn gpu_test_binaries() -> Result<Vec<(String, PathBuf)>> {
+    let artifacts = cargo_artifacts(&["test", "--workspace", "--release", "--no-run"])?;
+    let mut by_package: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
+    for a in artifacts {
+        let (Some(exe), true) = (a["executable"].as_str(), a["profile"]["test"] == true) else {
+            continue;
+        };
+        let exe = PathBuf::from(exe);
+        let gpu_tests = ignored_tests(&exe)?
+            .into_iter()
+            .filter(|t| is_gpu_test(t))
+            .count();
+        if gpu_tests == 0 {
+            continue;
+        }
+        let package = package_name(a["package_id"].as_str().unwrap_or("unknown"));
+        let target = a["target"]["name"]
+            .as_str()
+            .unwrap_or("unknown")
+            .replace('-', "_");
+        eprintln!("    {package} ({target}): {gpu_tests} gpu_ tests");
+        by_package
+            .entry(package.clone())
+            .or_default()
+            .push((format!("{package}.{target}"), exe));
+    }
+    let mut out = Vec::new();
+    for (package, bins) in by_package {
+        if bins.len() > 1 {
+            let names: Vec<_> = bins.iter().map(|(n, _)| n.as_str()).collect();
+            bail!(
+                "{package} has gpu_ tests in {} test binaries ({names:?}); keep them in one",
+                bins.len()
+            );
+        }
+        out.extend(bins);
+    }
+    if out.is_empty() {
+        bail!("no test binary of the workspace has ignored gpu_ tests");
+    }
+    Ok(out)
+}
+
+/// libtest's `gpu_` filter matches anywhere in the path; the convention is a name starting so.
+fn is_gpu_test(path: &str) -> bool {
+    path.rsplit("::")
+        .next()
+        .is_some_and(|name| name.starts_with("gpu_"))
+}
+
+/// Builds `cuzk-bench` in release mode, with its GPU feature when it declares one.
+fn bench_binary() -> Result<PathBuf> {
+    let mut args = vec![
+        "build",
+        "--release",
+        "--package",
+        "cuzk-bench",
+        "--bin",
+        "cuzk-bench",
+    ];
+    let features = bench_features()?;
+    let gpu_feature = ["cuda", "gpu"]
+        .into_iter()
+        .find(|f| features.iter().any(|x| x == f));
+    if let Some(f) = gpu_feature {
+        args.extend(["--features", f]);
+    }
+    let artifacts = cargo_artifacts(&args)?;
+    artifacts
+        .iter()
+        .filter(|a| a["target"]["name"] == "cuzk-bench")
+        .find_map(|a| a["executable"].as_str().map(PathBuf::from))
+        .context("cargo built no cuzk-bench executable")
+}
+
+fn bench_features() -> Result<Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(project_root())
+        .output()
+        .context("running cargo metadata")?;
+    let meta: Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata")?;
+    let bench = meta["packages"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "cuzk-bench"))
+        .context("no cuzk-bench package in the workspace")?;
+    Ok(bench["features"]
+        .as_object()
+        .map(|f| f.keys().cloned().collect())
+        .unwrap_or_default())
+}
+
+/// Copies a binary and strips its symbols (release builds already drop debug info).
+fn install_binary(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    match Command::new("strip").arg("--strip-all").arg(to).status() {
+        Ok(s) if s.success() => {}
+        _ => eprintln!(
+            "    warning: could not strip {} (no binutils `strip`?)",
+            to.display()
+        ),
+    }
+    Ok(())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+fn dir_size(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            dir_size(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names_come_from_ids() {
+        assert_eq!(
+            package_name("path+file:///work/main/crates/cuzk-cuda#0.1.0"),
+            "cuzk-cuda"
+        );
+        assert_eq!(
+            package_name("path+file:///work/main/benches#cuzk-bench@0.1.0"),
+            "cuzk-bench"
+        );
+    }
+
+    #[test]
+    fn only_names_starting_gpu_count() {
+        assert!(is_gpu_test("gpu_fr_ops"));
+        assert!(is_gpu_test("field::gpu_fr_ops"));
+        assert!(!is_gpu_test("cpu_vs_gpu_layout"));
+    }
+
+    #[test]
+    fn scripts_are_bash() {
+        assert!(RUN_TESTS.starts_with("#!/usr/bin/env bash\n"));
+        assert!(RUN_BENCH.starts_with("#!/usr/bin/env bash\n"));
+        assert!(RUN_TESTS.contains("--ignored gpu_ --test-threads=1"));
+    }
+}
