@@ -1,0 +1,34 @@
+//! `cuzk-bench`: cuzk's benchmark binary. `cpu` compares cuzk's CPU prover with bellperson's.
+
+mod cpu;
+#[cfg(feature = "cuda")]
+mod gpu_ntt;
+mod logcap;
+mod stats;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "cuzk-bench", about = "cuzk benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// cuzk's CPU prover and PCE synthesis vs bellperson's, same circuit and parameters.
+    Cpu(cpu::Args),
+    /// GPU NTT engine vs sppark's figures (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Ntt(gpu_ntt::Args),
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Cpu(args) => cpu::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::Ntt(args) => gpu_ntt::run(&args),
+    }
+}

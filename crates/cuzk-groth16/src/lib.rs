@@ -1,0 +1,40 @@
+//! Groth16 over BLS12-381 for cuzk: bellperson-format parameters, a parameter generator,
+//! the CPU reference prover and the verifier.
+//!
+//! - [`Parameters`] / [`VerifyingKey`] read and write bellperson's parameter files;
+//!   [`PreparedParameters`] holds the queries in blst's layout for proving.
+//! - [`generate_parameters`] makes parameters for a recorded circuit ([`cuzk_synth::Pce`]).
+//! - [`prove`] (PCE path), [`prove_synthesized`] (reference path) and the circuit-level
+//!   conveniences produce [`Proof`]s equal to bellperson's for the same randomness.
+//! - [`verify_proof`] and [`verify_proofs_batch`] check them.
+#![forbid(unsafe_code)]
+
+pub mod domain;
+mod error;
+mod field;
+mod fixed_base;
+mod generator;
+pub mod msm;
+mod params;
+#[cfg(test)]
+mod pipeline_tests;
+mod proof;
+mod prover;
+mod qap;
+#[cfg(test)]
+mod test_circuit;
+mod verifier;
+
+pub use error::{Error, PointError, Result, Section};
+pub use generator::{
+    generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,
+};
+pub use params::{Parameters, PreparedParameters, VerifyingKey};
+pub use proof::Proof;
+pub use prover::{
+    create_proof, create_random_proof, create_random_proof_with_pce, prove, prove_batch,
+    prove_synthesized,
+};
+pub use verifier::{
+    prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
+};

@@ -1,0 +1,120 @@
+//! Parameters with their query points converted once to blst's affine layout, which blst's
+//! multi-scalar multiplication reads directly: provers take these, so no proof pays for
+//! the conversion.
+
+use super::{Parameters, VerifyingKey};
+use blst::{blst_p1_affine, blst_p2_affine};
+use rayon::prelude::*;
+use std::fmt;
+
+/// [`Parameters`] ready for proving: the verifying key plus every query in blst layout.
+#[derive(Clone)]
+pub struct PreparedParameters {
+    vk: VerifyingKey,
+    h: Vec<blst_p1_affine>,
+    l: Vec<blst_p1_affine>,
+    a: Vec<blst_p1_affine>,
+    b_g1: Vec<blst_p1_affine>,
+    b_g2: Vec<blst_p2_affine>,
+}
+
+impl fmt::Debug for PreparedParameters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The queries can hold millions of points: show their sizes only.
+        f.debug_struct("PreparedParameters")
+            .field("ic", &self.vk.ic.len())
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl From<Parameters> for PreparedParameters {
+    /// Converts the queries one at a time, freeing each source vector once converted, so the
+    /// peak extra memory is one query.
+    fn from(params: Parameters) -> Self {
+        let Parameters {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        } = params;
+        // Each source vector is dropped by `into_blst` before the next is converted.
+        PreparedParameters {
+            vk,
+            h: into_blst(h),
+            l: into_blst(l),
+            a: into_blst(a),
+            b_g1: into_blst(b_g1),
+            b_g2: into_blst(b_g2),
+        }
+    }
+}
+
+impl From<&Parameters> for PreparedParameters {
+    fn from(params: &Parameters) -> Self {
+        PreparedParameters {
+            vk: params.vk.clone(),
+            h: to_blst(&params.h),
+            l: to_blst(&params.l),
+            a: to_blst(&params.a),
+            b_g1: to_blst(&params.b_g1),
+            b_g2: to_blst(&params.b_g2),
+        }
+    }
+}
+
+/// [`to_blst`], consuming (and so freeing) the source.
+fn into_blst<P, B>(points: Vec<P>) -> Vec<B>
+where
+    P: AsRef<B> + Sync,
+    B: Copy + Send,
+{
+    to_blst(&points)
+}
+
+/// The blst affine points behind blstrs affine points (the same coordinates).
+fn to_blst<P, B>(points: &[P]) -> Vec<B>
+where
+    P: AsRef<B> + Sync,
+    B: Copy + Send,
+{
+    points.par_iter().map(|p| *p.as_ref()).collect()
+}
+
+impl PreparedParameters {
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKey {
+        &self.vk
+    }
+
+    /// The H query.
+    pub fn h(&self) -> &[blst_p1_affine] {
+        &self.h
+    }
+
+    /// The L query.
+    pub fn l(&self) -> &[blst_p1_affine] {
+        &self.l
+    }
+
+    /// The A query (inputs, then aux variables in the A density).
+    pub fn a(&self) -> &[blst_p1_affine] {
+        &self.a
+    }
+
+    /// The B query in G1 (variables in the B densities, inputs first).
+    pub fn b_g1(&self) -> &[blst_p1_affine] {
+        &self.b_g1
+    }
+
+    /// The B query in G2.
+    pub fn b_g2(&self) -> &[blst_p2_affine] {
+        &self.b_g2
+    }
+}

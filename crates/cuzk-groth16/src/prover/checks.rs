@@ -1,0 +1,117 @@
+//! What the prover verifies before any expensive work: that the witness, its evaluations
+//! and densities have the shape the parameters were made for, and that the witness
+//! satisfies every constraint (so an honest caller never gets an invalid proof).
+
+use crate::domain::Domain;
+use crate::error::{Error, Result};
+use crate::params::PreparedParameters;
+use cuzk_field::{Field, G1Affine, G2Affine, PrimeCurveAffine, Scalar};
+use cuzk_synth::{Density, Evaluations};
+use rayon::prelude::*;
+
+fn expect(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// Checks the witness's assignment sizes and constant against the parameters.
+pub(crate) fn check_witness(
+    params: &PreparedParameters,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Result<()> {
+    let ic = params.vk().ic.len();
+    if inputs.len() != ic {
+        return Err(Error::WrongInputCount {
+            expected: ic.saturating_sub(1),
+            found: inputs.len().saturating_sub(1),
+        });
+    }
+    if inputs.first() != Some(&Scalar::ONE) {
+        return Err(Error::ConstantNotOne);
+    }
+    expect(
+        "number of aux variables (L query size)",
+        params.l().len(),
+        aux.len(),
+    )
+}
+
+/// Checks the densities and the row count against the parameters' queries; returns the
+/// evaluation domain.
+pub(crate) fn check_queries(
+    params: &PreparedParameters,
+    num_inputs: usize,
+    num_aux: usize,
+    density: &Density,
+    num_rows: usize,
+) -> Result<Domain> {
+    expect("A aux density length", num_aux, density.a_aux.len())?;
+    expect("B input density length", num_inputs, density.b_input.len())?;
+    expect("B aux density length", num_aux, density.b_aux.len())?;
+    expect(
+        "A query size implied by the A density",
+        params.a().len(),
+        num_inputs + density.a_aux.count_ones(),
+    )?;
+    let b = density.b_input.count_ones() + density.b_aux.count_ones();
+    expect(
+        "B query (G1) size implied by the B densities",
+        params.b_g1().len(),
+        b,
+    )?;
+    expect(
+        "B query (G2) size implied by the B densities",
+        params.b_g2().len(),
+        b,
+    )?;
+    let domain = Domain::new(num_rows)?;
+    expect(
+        "H query size implied by the row count",
+        params.h().len(),
+        domain.size() - 1,
+    )?;
+    Ok(domain)
+}
+
+/// Checks the evaluation vectors' lengths and that `a·b = c` on every row.
+pub(crate) fn check_satisfied(eval: &Evaluations, num_rows: usize) -> Result<()> {
+    expect("a evaluations", num_rows, eval.a.len())?;
+    expect("b evaluations", num_rows, eval.b.len())?;
+    expect("c evaluations", num_rows, eval.c.len())?;
+    let bad = eval
+        .a
+        .par_iter()
+        .zip(eval.b.par_iter())
+        .zip(eval.c.par_iter())
+        .position_first(|((a, b), c)| *a * b != *c);
+    match bad {
+        Some(row) => Err(Error::Unsatisfied { row }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a key whose δ is the identity: such a key lets anyone forge (a subverted setup).
+pub(crate) fn check_delta(delta_g1: &G1Affine, delta_g2: &G2Affine) -> Result<()> {
+    use crate::error::{PointError, Section};
+    for (identity, section) in [
+        (bool::from(delta_g1.is_identity()), Section::DeltaG1),
+        (bool::from(delta_g2.is_identity()), Section::DeltaG2),
+    ] {
+        if identity {
+            return Err(Error::InvalidPoint {
+                section,
+                index: 0,
+                reason: PointError::Identity,
+            });
+        }
+    }
+    Ok(())
+}
