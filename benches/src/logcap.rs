@@ -72,7 +72,10 @@ mod tests {
         ] {
             let back = parse_debug_duration(&format!("{d:?}")).unwrap();
             let diff = back.as_secs_f64() - d.as_secs_f64();
-            assert!(diff.abs() < 1e-9 + d.as_secs_f64() * 1e-6, "{d:?} -> {back:?}");
+            assert!(
+                diff.abs() < 1e-9 + d.as_secs_f64() * 1e-6,
+                "{d:?} -> {back:?}"
+            );
         }
         assert_eq!(parse_debug_duration("soon"), None);
     }

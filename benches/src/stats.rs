@@ -29,6 +29,9 @@ mod tests {
     fn median_of_odd_and_even_counts() {
         let d = Duration::from_millis;
         assert_eq!(median(&[d(5), d(1), d(3)]), d(3));
-        assert_eq!(median(&[d(4), d(1), d(3), d(2)]), Duration::from_micros(2500));
+        assert_eq!(
+            median(&[d(4), d(1), d(3), d(2)]),
+            Duration::from_micros(2500)
+        );
     }
 }

@@ -30,7 +30,9 @@ pub fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
 
 /// Runs a command, failing with its command line when it exits non-zero.
 pub fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd.status().with_context(|| format!("failed to start {cmd:?}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("failed to start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }

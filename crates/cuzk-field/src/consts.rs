@@ -179,9 +179,17 @@ mod tests {
     fn roots_of_unity_have_exact_order() {
         for log_n in [0u32, 1, 5, 20, 27, 32] {
             let w = root_of_unity(log_n).unwrap();
-            assert_eq!(w.pow_vartime([1u64 << log_n]), Scalar::ONE, "log_n = {log_n}");
+            assert_eq!(
+                w.pow_vartime([1u64 << log_n]),
+                Scalar::ONE,
+                "log_n = {log_n}"
+            );
             if log_n > 0 {
-                assert_ne!(w.pow_vartime([1u64 << (log_n - 1)]), Scalar::ONE, "log_n = {log_n}");
+                assert_ne!(
+                    w.pow_vartime([1u64 << (log_n - 1)]),
+                    Scalar::ONE,
+                    "log_n = {log_n}"
+                );
             }
             assert_eq!(w * root_of_unity_inv(log_n).unwrap(), Scalar::ONE);
         }

@@ -11,7 +11,9 @@ mod repr;
 
 pub use repr::{Fp2Repr, FpRepr, FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
 
-pub use blstrs::{Bls12, Fp, Fp12, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Gt, Scalar};
+pub use blstrs::{
+    Bls12, Fp, Fp12, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Gt, Scalar,
+};
 pub use ff::{Field, PrimeField};
 pub use group::{prime::PrimeCurveAffine, Curve, Group};
 pub use pairing::{Engine, MultiMillerLoop};

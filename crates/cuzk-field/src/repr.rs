@@ -76,7 +76,9 @@ fn below<const N: usize>(a: &[u64; N], m: &[u64; N]) -> bool {
 
 impl From<Scalar> for FrRepr {
     fn from(s: Scalar) -> Self {
-        FrRepr { limbs: blst::blst_fr::from(s).l }
+        FrRepr {
+            limbs: blst::blst_fr::from(s).l,
+        }
     }
 }
 
@@ -92,7 +94,9 @@ impl TryFrom<FrRepr> for Scalar {
 
 impl From<Fp> for FpRepr {
     fn from(f: Fp) -> Self {
-        FpRepr { limbs: blst::blst_fp::from(f).l }
+        FpRepr {
+            limbs: blst::blst_fp::from(f).l,
+        }
     }
 }
 
@@ -108,7 +112,10 @@ impl TryFrom<FpRepr> for Fp {
 
 impl From<Fp2> for Fp2Repr {
     fn from(f: Fp2) -> Self {
-        Fp2Repr { c0: f.c0().into(), c1: f.c1().into() }
+        Fp2Repr {
+            c0: f.c0().into(),
+            c1: f.c1().into(),
+        }
     }
 }
 
@@ -121,7 +128,10 @@ impl TryFrom<Fp2Repr> for Fp2 {
 
 impl From<G1Affine> for G1AffineRepr {
     fn from(p: G1Affine) -> Self {
-        G1AffineRepr { x: p.x().into(), y: p.y().into() }
+        G1AffineRepr {
+            x: p.x().into(),
+            y: p.y().into(),
+        }
     }
 }
 
@@ -146,7 +156,10 @@ impl TryFrom<G1AffineRepr> for G1Affine {
 
 impl From<G2Affine> for G2AffineRepr {
     fn from(p: G2Affine) -> Self {
-        G2AffineRepr { x: p.x().into(), y: p.y().into() }
+        G2AffineRepr {
+            x: p.x().into(),
+            y: p.y().into(),
+        }
     }
 }
 
@@ -220,10 +233,24 @@ mod tests {
 
     #[test]
     fn identity_is_all_zero() {
-        assert_eq!(G1AffineRepr::from(G1Affine::identity()), G1AffineRepr::zeroed());
-        assert_eq!(G2AffineRepr::from(G2Affine::identity()), G2AffineRepr::zeroed());
-        assert!(bool::from(G1Affine::try_from(G1AffineRepr::zeroed()).unwrap().is_identity()));
-        assert!(bool::from(G2Affine::try_from(G2AffineRepr::zeroed()).unwrap().is_identity()));
+        assert_eq!(
+            G1AffineRepr::from(G1Affine::identity()),
+            G1AffineRepr::zeroed()
+        );
+        assert_eq!(
+            G2AffineRepr::from(G2Affine::identity()),
+            G2AffineRepr::zeroed()
+        );
+        assert!(bool::from(
+            G1Affine::try_from(G1AffineRepr::zeroed())
+                .unwrap()
+                .is_identity()
+        ));
+        assert!(bool::from(
+            G2Affine::try_from(G2AffineRepr::zeroed())
+                .unwrap()
+                .is_identity()
+        ));
     }
 
     #[test]
@@ -249,9 +276,17 @@ mod tests {
     fn bad_limbs_are_rejected() {
         let err = Scalar::try_from(FrRepr { limbs: FR_MODULUS }).unwrap_err();
         assert_eq!(err, ReprError::FrNotReduced(FR_MODULUS));
-        assert!(matches!(Fp::try_from(FpRepr { limbs: [u64::MAX; 6] }), Err(ReprError::FpNotReduced(_))));
+        assert!(matches!(
+            Fp::try_from(FpRepr {
+                limbs: [u64::MAX; 6]
+            }),
+            Err(ReprError::FpNotReduced(_))
+        ));
         let mut p = G1AffineRepr::from(G1Projective::generator().to_affine());
         p.y = FpRepr::from(Fp::ONE);
-        assert_eq!(G1Affine::try_from(p).unwrap_err(), ReprError::NotOnCurve("G1"));
+        assert_eq!(
+            G1Affine::try_from(p).unwrap_err(),
+            ReprError::NotOnCurve("G1")
+        );
     }
 }

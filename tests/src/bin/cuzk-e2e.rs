@@ -85,12 +85,7 @@ fn main() -> Result<()> {
                     .context("synthetic-porep job needs log_constraints")?;
                 let c = SyntheticPoRep::new(1 << log, job.seed);
                 let inputs = c.public_inputs();
-                run_job(
-                    format!("synthetic-porep 2^{log}"),
-                    job,
-                    || c,
-                    &inputs,
-                )?
+                run_job(format!("synthetic-porep 2^{log}"), job, || c, &inputs)?
             }
             other => bail!(
                 "unknown circuit {other:?} in the e2e config (known: sha256, synthetic-porep)"
