@@ -1,0 +1,294 @@
+//! The scheduler's typed errors: refusals at submission, failures of a job, control calls
+//! on unknown jobs, and bad start-up configuration.
+
+use crate::{BackendError, InputError, JobId, JobState, Lane, SetupError};
+use cuzk_mem::MemError;
+use cuzk_synth::SynthError;
+use std::fmt;
+use std::time::Duration;
+
+/// Why a request was not accepted. Nothing was queued.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// No circuit kind named `kind` is registered; `known` lists those that are.
+    #[error("unknown circuit kind {kind:?} (registered: {})", known.join(", "))]
+    UnknownKind {
+        /// The name asked for.
+        kind: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
+
+    /// Kind `kind` rejected the request's inputs.
+    #[error("invalid inputs for {kind}: {source}")]
+    InvalidInput {
+        /// The kind.
+        kind: String,
+        /// What is wrong, naming the offending field or value.
+        #[source]
+        source: InputError,
+    },
+
+    /// One partition of circuit `circuit_key` needs `needed` bytes of host memory, more
+    /// than the whole budget's `capacity`: it could never start.
+    #[error(
+        "one partition of {circuit_key} needs {needed} bytes of host memory, more than the budget's {capacity}"
+    )]
+    TooLarge {
+        /// The circuit.
+        circuit_key: String,
+        /// Estimated bytes per partition.
+        needed: u64,
+        /// The budget's capacity.
+        capacity: u64,
+    },
+
+    /// `limit` jobs are already waiting or running.
+    #[error("the queue is full: {limit} jobs are waiting or running")]
+    QueueFull {
+        /// The configured `max_queued_jobs`.
+        limit: usize,
+    },
+
+    /// The scheduler is shutting down and accepts no more work.
+    #[error("the scheduler is shutting down")]
+    ShuttingDown,
+}
+
+/// The stage of a job where something went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Recording the circuit's PCE or making its parameters.
+    Setup,
+    /// Witness synthesis.
+    Synthesis,
+    /// Proving.
+    Prove,
+    /// Self-verification.
+    Verify,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Setup => "setup",
+            Phase::Synthesis => "synthesis",
+            Phase::Prove => "prove",
+            Phase::Verify => "verify",
+        })
+    }
+}
+
+/// Why an accepted job did not produce its proofs. Only that job is affected.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Job `job` was cancelled.
+    #[error("{job} was cancelled")]
+    Cancelled {
+        /// The job.
+        job: JobId,
+    },
+
+    /// Job `job` was not done `timeout` after submission, its deadline.
+    #[error("{job} missed its deadline, {timeout:?} after submission")]
+    DeadlineExceeded {
+        /// The job.
+        job: JobId,
+        /// Time from submission to the deadline.
+        timeout: Duration,
+    },
+
+    /// The PCE or parameters of job `job`'s circuit could not be made.
+    #[error("{job}: {source}")]
+    Setup {
+        /// The job.
+        job: JobId,
+        /// What failed, naming the circuit.
+        #[source]
+        source: SetupError,
+    },
+
+    /// Synthesizing partition `partition` of job `job` failed.
+    #[error("{job}, partition {partition}: synthesis failed: {source}")]
+    Synthesis {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// The synthesis error.
+        #[source]
+        source: SynthError,
+    },
+
+    /// The backend failed to prove partition `partition` of job `job` on lane `lane`.
+    #[error("{job}, partition {partition}: proving on lane {lane} failed: {source}")]
+    Prove {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// The lane.
+        lane: Lane,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
+    },
+
+    /// Code run for partition `partition` of job `job` panicked in `phase` with `message`.
+    #[error("{job}, partition {partition}: panic during {phase}: {message}")]
+    Panicked {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// Where.
+        phase: Phase,
+        /// The panic's message.
+        message: String,
+    },
+
+    /// The proof of partition `partition` of job `job`, made by backend `backend`, does not
+    /// verify: it was withheld.
+    #[error("{job}, partition {partition}: the proof made by backend {backend} does not verify")]
+    VerificationFailed {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// The backend that made it.
+        backend: String,
+    },
+
+    /// The verifier rejected partition `partition` of job `job` before checking (e.g. the
+    /// circuit's public inputs do not fit its verifying key).
+    #[error("{job}, partition {partition}: verifier error: {source}")]
+    Verifier {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// The verifier's error.
+        #[source]
+        source: cuzk_groth16::Error,
+    },
+
+    /// Memory for job `job` could not be reserved.
+    #[error("{job}: {source}")]
+    Memory {
+        /// The job.
+        job: JobId,
+        /// The budget's error.
+        #[source]
+        source: MemError,
+    },
+
+    /// Worker `worker` of job `job` is gone, so its work could not be handed over.
+    #[error("{job}: worker {worker} is gone")]
+    WorkerGone {
+        /// The job.
+        job: JobId,
+        /// The worker's thread name.
+        worker: String,
+    },
+
+    /// The scheduler shut down before job `job` finished.
+    #[error("{job} was stopped by shutdown")]
+    ShutDown {
+        /// The job.
+        job: JobId,
+    },
+}
+
+impl JobError {
+    /// The job that failed.
+    pub fn job(&self) -> JobId {
+        match self {
+            JobError::Cancelled { job }
+            | JobError::DeadlineExceeded { job, .. }
+            | JobError::Setup { job, .. }
+            | JobError::Synthesis { job, .. }
+            | JobError::Prove { job, .. }
+            | JobError::Panicked { job, .. }
+            | JobError::VerificationFailed { job, .. }
+            | JobError::Verifier { job, .. }
+            | JobError::Memory { job, .. }
+            | JobError::WorkerGone { job, .. }
+            | JobError::ShutDown { job } => *job,
+        }
+    }
+
+    /// The state a job ends in after this error.
+    pub fn state(&self) -> JobState {
+        match self {
+            JobError::Cancelled { .. } => JobState::Cancelled,
+            _ => JobState::Failed,
+        }
+    }
+}
+
+/// Why [`crate::Scheduler::prove_blocking`] produced no proofs.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    /// The request was refused; nothing was queued.
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+
+    /// The job was accepted and failed.
+    #[error(transparent)]
+    Job(#[from] JobError),
+}
+
+/// Why a status or cancel call could not act.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ControlError {
+    /// No job `job` is known (never submitted, or finished long enough ago to be
+    /// forgotten).
+    #[error("no {job} is known")]
+    UnknownJob {
+        /// The job.
+        job: JobId,
+    },
+
+    /// Job `job` already finished, in state `state`.
+    #[error("{job} already finished ({state:?})")]
+    AlreadyFinished {
+        /// The job.
+        job: JobId,
+        /// How it finished.
+        state: JobState,
+    },
+}
+
+/// Why a scheduler could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The backend `backend` reports no lanes (`layout`).
+    #[error("backend {backend} has no lanes ({layout})")]
+    NoLanes {
+        /// The backend's name.
+        backend: String,
+        /// Its lanes.
+        layout: crate::LaneLayout,
+    },
+
+    /// Configuration field `field` has value `value`, which is invalid: `reason`.
+    #[error("invalid scheduler setting {field} = {value}: {reason}")]
+    Config {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+
+    /// Thread `thread` could not be started.
+    #[error("cannot start thread {thread}: {source}")]
+    Spawn {
+        /// The thread's name.
+        thread: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}

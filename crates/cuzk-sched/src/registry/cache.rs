@@ -1,0 +1,218 @@
+//! The setup cache: each circuit's PCE and parameters, made once and shared by its jobs.
+
+use super::Instance;
+use crate::Shape;
+use cuzk_groth16::{
+    generate_parameters, prepare_verifying_key, Parameters, PreparedParameters,
+    PreparedVerifyingKey, VerifyingKey,
+};
+use cuzk_synth::{Pce, SynthError};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
+
+/// What every proof of one circuit shares: its recorded constraints and its parameters.
+pub struct Setup {
+    /// The circuit's key.
+    pub circuit_key: String,
+    /// The recorded constraints.
+    pub pce: Pce,
+    /// The parameters, ready for proving.
+    pub params: PreparedParameters,
+    /// The verifying key.
+    pub vk: VerifyingKey,
+    /// The verifying key, ready for verifying.
+    pub pvk: PreparedVerifyingKey,
+    /// Whether the parameters were generated here (random toxic waste: good for tests and
+    /// benchmarks only) rather than supplied.
+    pub generated: bool,
+}
+
+impl Setup {
+    /// The circuit's exact shape.
+    pub fn shape(&self) -> Shape {
+        Shape::of(&self.pce)
+    }
+}
+
+impl fmt::Debug for Setup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The PCE and parameters can hold billions of entries: show their sizes only.
+        f.debug_struct("Setup")
+            .field("circuit_key", &self.circuit_key)
+            .field("shape", &self.shape())
+            .field("params", &self.params)
+            .field("generated", &self.generated)
+            .finish()
+    }
+}
+
+/// Why a circuit's setup could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// Recording circuit `circuit_key`'s constraints failed.
+    #[error("recording the constraints of {circuit_key} failed: {source}")]
+    Record {
+        /// The circuit.
+        circuit_key: String,
+        /// The synthesis error.
+        #[source]
+        source: SynthError,
+    },
+
+    /// Generating parameters for circuit `circuit_key` failed.
+    #[error("generating parameters for {circuit_key} failed: {source}")]
+    Generate {
+        /// The circuit.
+        circuit_key: String,
+        /// The generator's error.
+        #[source]
+        source: cuzk_groth16::Error,
+    },
+
+    /// The parameters supplied for circuit `circuit_key` have `found` entries in `what`
+    /// where the circuit has `expected`.
+    #[error("parameters supplied for {circuit_key} do not fit it: {what} has {found} entries, the circuit {expected}")]
+    Mismatch {
+        /// The circuit.
+        circuit_key: String,
+        /// The query that disagrees.
+        what: &'static str,
+        /// What the circuit needs.
+        expected: usize,
+        /// What the parameters have.
+        found: usize,
+    },
+}
+
+/// One key's setup, made by whoever locks the slot first while the others wait.
+type Slot = Arc<Mutex<Option<Arc<Setup>>>>;
+
+/// Setups by circuit key, and parameters supplied for keys not yet set up.
+#[derive(Default)]
+pub(super) struct SetupCache {
+    slots: Mutex<HashMap<String, Slot>>,
+    supplied: Mutex<HashMap<String, Parameters>>,
+}
+
+/// A panic while making a setup leaves its slot empty (the next job retries), so a
+/// poisoned lock holds nothing inconsistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl SetupCache {
+    pub(super) fn supply(&self, key: String, params: Parameters) {
+        lock(&self.supplied).insert(key, params);
+    }
+
+    /// The setup of `key` if it is made; never waits for one being made (submission asks
+    /// this and must not block behind a parameter generation).
+    pub(super) fn get(&self, key: &str) -> Option<Arc<Setup>> {
+        let slot = lock(&self.slots).get(key).cloned()?;
+        let setup = match slot.try_lock() {
+            Ok(guard) => guard.clone(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().clone(),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        setup
+    }
+
+    pub(super) fn keys(&self) -> Vec<String> {
+        let slots: Vec<(String, Slot)> = lock(&self.slots)
+            .iter()
+            .map(|(k, s)| (k.clone(), Arc::clone(s)))
+            .collect();
+        let mut keys: Vec<String> = slots
+            .into_iter()
+            // A slot being made is locked and not listed: it is not cached yet.
+            .filter(|(_, s)| s.try_lock().map(|s| s.is_some()).unwrap_or(false))
+            .map(|(k, _)| k)
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// The setup of `instance`'s circuit and the time spent obtaining it (waiting for
+    /// another job that is making it included). Errors are not cached: the next job of
+    /// the circuit tries again.
+    pub(super) fn get_or_make(
+        &self,
+        instance: &dyn Instance,
+    ) -> Result<(Arc<Setup>, Duration), SetupError> {
+        let start = Instant::now();
+        let key = instance.circuit_key();
+        let slot = Arc::clone(lock(&self.slots).entry(key.clone()).or_default());
+        // Held while making the setup, so concurrent jobs of this circuit wait for it
+        // instead of each generating parameters; other circuits are not held up.
+        let mut guard = lock(&slot);
+        if let Some(setup) = guard.as_ref() {
+            return Ok((Arc::clone(setup), start.elapsed()));
+        }
+        let setup = Arc::new(self.make(key, instance)?);
+        *guard = Some(Arc::clone(&setup));
+        Ok((setup, start.elapsed()))
+    }
+
+    fn make(&self, circuit_key: String, instance: &dyn Instance) -> Result<Setup, SetupError> {
+        let span = tracing::info_span!("setup", circuit = %circuit_key);
+        let _enter = span.enter();
+        let start = Instant::now();
+        let pce = instance.record().map_err(|source| SetupError::Record {
+            circuit_key: circuit_key.clone(),
+            source,
+        })?;
+        let supplied = lock(&self.supplied).remove(&circuit_key);
+        let generated = supplied.is_none();
+        let params = match supplied {
+            Some(params) => {
+                check_fit(&circuit_key, &pce, &params)?;
+                params
+            }
+            None => generate_parameters(&pce, &mut rand::rngs::OsRng).map_err(|source| {
+                SetupError::Generate {
+                    circuit_key: circuit_key.clone(),
+                    source,
+                }
+            })?,
+        };
+        let vk = params.vk.clone();
+        let pvk = prepare_verifying_key(&vk);
+        let params = PreparedParameters::from(params);
+        tracing::info!(
+            constraints = pce.num_constraints,
+            aux = pce.num_aux,
+            generated,
+            ms = start.elapsed().as_millis() as u64,
+            "circuit set up"
+        );
+        Ok(Setup {
+            circuit_key,
+            pce,
+            params,
+            vk,
+            pvk,
+            generated,
+        })
+    }
+}
+
+/// The cheap checks that supplied parameters belong to this circuit; the prover checks
+/// the rest of the shapes before any expensive work.
+fn check_fit(circuit_key: &str, pce: &Pce, params: &Parameters) -> Result<(), SetupError> {
+    for (what, expected, found) in [
+        ("vk.ic", pce.num_inputs, params.vk.ic.len()),
+        ("l", pce.num_aux, params.l.len()),
+    ] {
+        if expected != found {
+            return Err(SetupError::Mismatch {
+                circuit_key: circuit_key.to_string(),
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
+}

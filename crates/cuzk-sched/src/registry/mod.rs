@@ -1,0 +1,175 @@
+//! Circuit kinds by name, and the cache of each circuit's PCE and parameters.
+//!
+//! A kind is code (how to read inputs, build and synthesize the circuit); a request is
+//! data (a kind's name and inputs). The kind turns inputs into an [`Instance`], which the
+//! scheduler asks for its shape, partitions, witnesses and public inputs.
+
+mod cache;
+mod inputs;
+mod sha256;
+mod synthetic;
+
+pub use cache::{Setup, SetupError};
+pub use inputs::InputError;
+pub use sha256::Sha256Kind;
+pub use synthetic::SyntheticPoRepKind;
+
+use crate::{Inputs, Shape, SubmitError};
+use cache::SetupCache;
+use cuzk_field::Scalar;
+use cuzk_groth16::Parameters;
+use cuzk_synth::{Pce, SynthError, Witness};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A circuit kind: reads a request's inputs into an [`Instance`].
+pub trait CircuitKind: Send + Sync + 'static {
+    /// The name requests use, e.g. `sha256`.
+    fn name(&self) -> &str;
+
+    /// Checks and reads `inputs`. Runs on the submitting thread, so it must be cheap: no
+    /// synthesis, no parameter work.
+    fn parse(&self, inputs: &Inputs) -> Result<Arc<dyn Instance>, InputError>;
+}
+
+/// One request's circuit: everything the scheduler asks of it. Calls may panic or fail;
+/// either fails only this job.
+pub trait Instance: Send + Sync + fmt::Debug + 'static {
+    /// The key of the circuit's shape (its PCE and parameters), e.g.
+    /// `synthetic-porep-1024`: instances with equal keys share them.
+    fn circuit_key(&self) -> String;
+
+    /// How many partitions (independent proofs of the same circuit) the job has; at least 1.
+    fn partitions(&self) -> usize;
+
+    /// The circuit's shape, estimated before its PCE is recorded (for memory admission).
+    fn shape(&self) -> Shape;
+
+    /// Records the circuit's PCE (done once per key; the cache keeps it).
+    fn record(&self) -> Result<Pce, SynthError>;
+
+    /// The witness of partition `partition`.
+    fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError>;
+
+    /// The public inputs of partition `partition`, ONE not included, as the verifier takes
+    /// them.
+    fn public_inputs(&self, partition: usize) -> Vec<Scalar>;
+}
+
+/// A kind named `name` is already registered.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    /// A kind named `name` is already registered.
+    #[error("a circuit kind named {name:?} is already registered")]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+}
+
+/// The circuit kinds a scheduler serves, and the setups (PCE and parameters) made for
+/// them so far.
+pub struct Registry {
+    kinds: BTreeMap<String, Arc<dyn CircuitKind>>,
+    cache: SetupCache,
+}
+
+impl Registry {
+    /// A registry with no kinds.
+    pub fn empty() -> Registry {
+        Registry {
+            kinds: BTreeMap::new(),
+            cache: SetupCache::default(),
+        }
+    }
+
+    /// A registry with the built-in kinds: `sha256` and `synthetic-porep`.
+    pub fn with_builtins() -> Registry {
+        let mut registry = Registry::empty();
+        for kind in [
+            Arc::new(Sha256Kind) as Arc<dyn CircuitKind>,
+            Arc::new(SyntheticPoRepKind::default()),
+        ] {
+            registry
+                .register(kind)
+                .expect("built-in names are distinct");
+        }
+        registry
+    }
+
+    /// Adds a kind under its name.
+    pub fn register(&mut self, kind: Arc<dyn CircuitKind>) -> Result<(), RegistryError> {
+        let name = kind.name().to_string();
+        if self.kinds.contains_key(&name) {
+            return Err(RegistryError::Duplicate { name });
+        }
+        self.kinds.insert(name, kind);
+        Ok(())
+    }
+
+    /// The registered kinds' names, sorted.
+    pub fn kind_names(&self) -> Vec<String> {
+        self.kinds.keys().cloned().collect()
+    }
+
+    /// Reads `inputs` with kind `kind`.
+    pub fn parse(&self, kind: &str, inputs: &Inputs) -> Result<Arc<dyn Instance>, SubmitError> {
+        let k = self
+            .kinds
+            .get(kind)
+            .ok_or_else(|| SubmitError::UnknownKind {
+                kind: kind.to_string(),
+                known: self.kind_names(),
+            })?;
+        let invalid = |source| SubmitError::InvalidInput {
+            kind: kind.to_string(),
+            source,
+        };
+        let instance = k.parse(inputs).map_err(invalid)?;
+        if instance.partitions() == 0 {
+            return Err(invalid(InputError::Invalid {
+                reason: "the request has no partitions".into(),
+            }));
+        }
+        Ok(instance)
+    }
+
+    /// Parameters to use for circuit `circuit_key` instead of generating them; taken when
+    /// its setup is made (so supply them before the first job of that circuit).
+    pub fn supply_parameters(&self, circuit_key: impl Into<String>, params: Parameters) {
+        self.cache.supply(circuit_key.into(), params);
+    }
+
+    /// The setup of `instance`'s circuit, made now if it is not cached (blocking: recording
+    /// and parameter generation can take long), and the time it took to obtain.
+    pub fn setup(&self, instance: &dyn Instance) -> Result<(Arc<Setup>, Duration), SetupError> {
+        self.cache.get_or_make(instance)
+    }
+
+    /// The cached setup of circuit `circuit_key`, if made.
+    pub fn cached(&self, circuit_key: &str) -> Option<Arc<Setup>> {
+        self.cache.get(circuit_key)
+    }
+
+    /// The keys of every cached setup, sorted.
+    pub fn cached_keys(&self) -> Vec<String> {
+        self.cache.keys()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("kinds", &self.kind_names())
+            .field("cached", &self.cached_keys())
+            .finish()
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::with_builtins()
+    }
+}

@@ -1,0 +1,399 @@
+//! The scheduler's state under its one lock, and every move of a partition through it:
+//! admission (memory), synthesis, the ready queue, lanes, and the end of a job.
+
+use super::job::{Job, Order};
+use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask};
+use crate::{
+    JobCounts, JobError, JobId, JobState, JobStatus, Lane, LaneStats, PartitionCounts, Setup,
+};
+use cuzk_field::Scalar;
+use cuzk_mem::{Budget, MemError, Reservation};
+use cuzk_synth::Witness;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A synthesized partition waiting for a lane; it keeps its memory reserved.
+pub(crate) struct Ready {
+    job: JobId,
+    setup: Arc<Setup>,
+    witness: Witness,
+    public_inputs: Vec<Scalar>,
+    reservation: Reservation,
+}
+
+/// A lane's bookkeeping.
+pub(crate) struct LaneState {
+    pub lane: Lane,
+    pub busy_since: Option<Instant>,
+    pub busy: Duration,
+    pub proofs: u64,
+    pub failures: u64,
+}
+
+/// What the dispatcher lends [`Core::pump`]: the budget and the workers' inboxes.
+pub(crate) struct Ctx<'a> {
+    pub budget: &'a Budget,
+    pub lookahead: usize,
+    pub synth_tx: &'a [Sender<SynthTask>],
+    pub lane_tx: &'a [Sender<ProveTask>],
+}
+
+/// Everything the scheduler knows, guarded by one mutex. Only the dispatcher starts work;
+/// submit and cancel add and remove jobs.
+pub(crate) struct Core {
+    pub jobs: HashMap<JobId, Job>,
+    /// Jobs with partitions not yet started, best first.
+    waiting: BTreeSet<(Order, JobId)>,
+    /// Synthesized partitions, best first (job order, then partition).
+    ready: BTreeMap<(Order, usize), Ready>,
+    synthesizing: usize,
+    proving: usize,
+    idle_synth: VecDeque<usize>,
+    idle_lanes: VecDeque<usize>,
+    pub lanes: Vec<LaneState>,
+    pub synth_busy: Duration,
+    pub synth_partitions: u64,
+    pub synth_workers: usize,
+    history: VecDeque<JobStatus>,
+    history_limit: usize,
+    verify: bool,
+    pub counts: JobCounts,
+    next_seq: u64,
+    pub accepting: bool,
+    pub stopping: bool,
+}
+
+impl Core {
+    pub fn new(lanes: &[Lane], synth_workers: usize, history_limit: usize, verify: bool) -> Core {
+        // Lanes are handed out round robin from this queue. Start it worker-major (d0w0,
+        // d1w0, …, d0w1, …) so that a light load spreads over devices before doubling up
+        // on one.
+        let mut idle_lanes: Vec<usize> = (0..lanes.len()).collect();
+        idle_lanes.sort_by_key(|&i| (lanes[i].worker, lanes[i].device));
+        Core {
+            jobs: HashMap::new(),
+            waiting: BTreeSet::new(),
+            ready: BTreeMap::new(),
+            synthesizing: 0,
+            proving: 0,
+            idle_synth: (0..synth_workers).collect(),
+            idle_lanes: idle_lanes.into(),
+            lanes: lanes
+                .iter()
+                .map(|&lane| LaneState {
+                    lane,
+                    busy_since: None,
+                    busy: Duration::ZERO,
+                    proofs: 0,
+                    failures: 0,
+                })
+                .collect(),
+            synth_busy: Duration::ZERO,
+            synth_partitions: 0,
+            synth_workers,
+            history: VecDeque::new(),
+            history_limit,
+            verify,
+            counts: JobCounts::default(),
+            next_seq: 0,
+            accepting: true,
+            stopping: false,
+        }
+    }
+
+    /// Queues a job built by `make` from its id and sequence number.
+    pub fn add(&mut self, make: impl FnOnce(JobId, u64) -> Job) -> JobId {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let job = make(JobId(seq), seq);
+        let id = job.id;
+        self.waiting.insert((job.order(), id));
+        self.jobs.insert(id, job);
+        self.counts.submitted += 1;
+        id
+    }
+
+    pub fn status(&self, id: JobId) -> Option<JobStatus> {
+        match self.jobs.get(&id) {
+            Some(job) => Some(job.status(Instant::now())),
+            None => self.history.iter().rev().find(|s| s.id == id).cloned(),
+        }
+    }
+
+    pub fn job_counts(&self) -> JobCounts {
+        let running = self.jobs.values().filter(|j| j.started > 0).count();
+        JobCounts {
+            queued: self.jobs.len() - running,
+            running,
+            ..self.counts
+        }
+    }
+
+    pub fn partition_counts(&self) -> PartitionCounts {
+        PartitionCounts {
+            synthesizing: self.synthesizing,
+            ready: self.ready.len(),
+            proving: self.proving,
+        }
+    }
+
+    pub fn lane_stats(&self, now: Instant, uptime: Duration) -> Vec<LaneStats> {
+        self.lanes
+            .iter()
+            .map(|l| {
+                let busy_time = l.busy + l.busy_since.map_or(Duration::ZERO, |t| now - t);
+                LaneStats {
+                    lane: l.lane,
+                    busy: l.busy_since.is_some(),
+                    busy_time,
+                    proofs: l.proofs,
+                    failures: l.failures,
+                    utilization: ratio(busy_time, uptime),
+                }
+            })
+            .collect()
+    }
+
+    pub fn synth_busy_workers(&self) -> usize {
+        self.synth_workers - self.idle_synth.len()
+    }
+
+    /// The earliest deadline of a live job.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.jobs.values().filter_map(|j| j.deadline).min()
+    }
+
+    /// Fails every job whose deadline has passed.
+    pub fn expire(&mut self, now: Instant) {
+        let overdue: Vec<(JobId, Duration)> = self
+            .jobs
+            .values()
+            .filter_map(|j| {
+                let d = j.deadline.filter(|&d| d <= now)?;
+                Some((j.id, d.saturating_duration_since(j.submitted)))
+            })
+            .collect();
+        for (job, timeout) in overdue {
+            self.finish(job, Some(JobError::DeadlineExceeded { job, timeout }));
+        }
+    }
+
+    pub fn apply(&mut self, event: Event) {
+        match event {
+            Event::Wake => {}
+            Event::Synthesized(done) => self.on_synthesized(done),
+            Event::Proved(done) => self.on_proved(*done),
+        }
+    }
+
+    fn on_synthesized(&mut self, done: SynthDone) {
+        self.synthesizing -= 1;
+        self.idle_synth.push_back(done.worker);
+        self.synth_busy += done.busy;
+        self.synth_partitions += 1;
+        // A job that finished meanwhile: its witness and memory are dropped right here.
+        let Some(job) = self.jobs.get_mut(&done.job) else {
+            return;
+        };
+        match done.outcome {
+            Ok(s) => {
+                job.setup += s.setup_time;
+                let times = &mut job.times[done.partition];
+                times.synthesis = s.synthesis;
+                times.ready_at = Some(Instant::now());
+                job.public_inputs[done.partition] = s.public_inputs.clone();
+                let key = (job.order(), done.partition);
+                self.ready.insert(
+                    key,
+                    Ready {
+                        job: done.job,
+                        setup: s.setup,
+                        witness: s.witness,
+                        public_inputs: s.public_inputs,
+                        reservation: done.reservation,
+                    },
+                );
+            }
+            Err(e) => self.finish(done.job, Some(e)),
+        }
+    }
+
+    fn on_proved(&mut self, done: ProveDone) {
+        let now = Instant::now();
+        self.proving -= 1;
+        let lane = &mut self.lanes[done.lane];
+        if let Some(since) = lane.busy_since.take() {
+            lane.busy += now - since;
+        }
+        match &done.outcome {
+            Ok(_) => lane.proofs += 1,
+            // Skipped work of a finished job is no failure of the lane.
+            Err(JobError::Cancelled { .. }) => {}
+            Err(_) => lane.failures += 1,
+        }
+        self.idle_lanes.push_back(done.lane);
+        let Some(job) = self.jobs.get_mut(&done.job) else {
+            return;
+        };
+        match done.outcome {
+            Ok(proof) => {
+                job.proofs[done.partition] = Some(proof);
+                job.times[done.partition].prove = done.prove;
+                job.times[done.partition].verify = done.verify;
+                job.proved += 1;
+                if job.proved == job.partitions {
+                    self.finish(done.job, None);
+                }
+            }
+            Err(e) => self.finish(done.job, Some(e)),
+        }
+    }
+
+    /// Starts whatever can start: ready partitions onto idle lanes, then new partitions
+    /// into synthesis while the lookahead and the memory budget allow.
+    pub fn pump(&mut self, ctx: &Ctx<'_>) {
+        let now = Instant::now();
+        while !self.idle_lanes.is_empty() {
+            let Some(((_, partition), ready)) = self.ready.pop_first() else {
+                break;
+            };
+            let Some(job) = self.jobs.get_mut(&ready.job) else {
+                continue;
+            };
+            let index = self.idle_lanes.pop_front().expect("checked non-empty");
+            let times = &mut job.times[partition];
+            times.lane = Some(self.lanes[index].lane);
+            times.lane_wait = times.ready_at.map_or(Duration::ZERO, |t| now - t);
+            let task = ProveTask {
+                job: ready.job,
+                partition,
+                setup: ready.setup,
+                witness: ready.witness,
+                public_inputs: ready.public_inputs,
+                reservation: ready.reservation,
+                cancelled: Arc::clone(&job.cancelled),
+                span: job.span.clone(),
+            };
+            if ctx.lane_tx[index].send(task).is_err() {
+                // The lane's thread is gone (it never exits while the scheduler runs):
+                // fail the job rather than lose it, and never use the lane again.
+                let worker = format!("lane {}", self.lanes[index].lane);
+                self.finish(
+                    ready.job,
+                    Some(JobError::WorkerGone {
+                        job: ready.job,
+                        worker,
+                    }),
+                );
+                continue;
+            }
+            self.lanes[index].busy_since = Some(now);
+            self.proving += 1;
+        }
+
+        while let Some(&worker) = self.idle_synth.front() {
+            if self.synthesizing + self.ready.len() >= ctx.lookahead {
+                break;
+            }
+            let Some(&(order, id)) = self.waiting.first() else {
+                break;
+            };
+            let job = self.jobs.get_mut(&id).expect("waiting jobs are live");
+            // Strictly in order: if the best partition does not fit, nothing overtakes it
+            // (which would starve large jobs); a release wakes the dispatcher to retry.
+            let reservation = match ctx.budget.try_reserve(job.partition_bytes) {
+                Ok(r) => r,
+                Err(MemError::Unavailable { .. }) => break,
+                Err(source) => {
+                    self.finish(id, Some(JobError::Memory { job: id, source }));
+                    continue;
+                }
+            };
+            self.idle_synth.pop_front();
+            let partition = job.started;
+            job.started += 1;
+            job.first_start.get_or_insert(now);
+            if job.started == job.partitions {
+                self.waiting.remove(&(order, id));
+            }
+            let task = SynthTask {
+                job: id,
+                partition,
+                instance: Arc::clone(&job.instance),
+                reservation,
+                cancelled: Arc::clone(&job.cancelled),
+                span: job.span.clone(),
+            };
+            if ctx.synth_tx[worker].send(task).is_err() {
+                let worker = format!("synthesis {worker}");
+                self.finish(id, Some(JobError::WorkerGone { job: id, worker }));
+                continue;
+            }
+            self.synthesizing += 1;
+        }
+    }
+
+    /// Ends job `id`: with its proofs when `error` is `None`, else with the error. Its
+    /// queued partitions and their memory are dropped now; work in flight is skipped or
+    /// discarded when it reports.
+    pub fn finish(&mut self, id: JobId, error: Option<JobError>) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        job.cancelled.store(true, Ordering::Relaxed);
+        let order = job.order();
+        self.waiting.remove(&(order, id));
+        self.ready.retain(|(o, _), _| *o != order);
+        let now = Instant::now();
+        let total = now - job.submitted;
+        let mut status = job.status(now);
+        let result = match error {
+            None => {
+                self.counts.succeeded += 1;
+                status.state = JobState::Succeeded;
+                let output = job.output(total, self.verify);
+                let t = &output.timings;
+                tracing::info!(
+                    parent: &job.span,
+                    queue_wait_ms = t.queue_wait.as_millis() as u64,
+                    setup_ms = t.setup.as_millis() as u64,
+                    synthesis_ms = t.synthesis.as_millis() as u64,
+                    prove_ms = t.prove.as_millis() as u64,
+                    verify_ms = t.verify.as_millis() as u64,
+                    total_ms = t.total.as_millis() as u64,
+                    "job succeeded"
+                );
+                Ok(output)
+            }
+            Some(e) => {
+                status.state = e.state();
+                status.error = Some(e.to_string());
+                match e.state() {
+                    JobState::Cancelled => self.counts.cancelled += 1,
+                    _ => self.counts.failed += 1,
+                }
+                tracing::warn!(parent: &job.span, error = %e, total_ms = total.as_millis() as u64, "job failed");
+                Err(e)
+            }
+        };
+        self.history.push_back(status);
+        while self.history.len() > self.history_limit {
+            self.history.pop_front();
+        }
+        if let Some(reply) = job.reply.take() {
+            // The caller may have dropped its handle: the job then ran detached.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// `part / whole` in 0..=1.
+pub(crate) fn ratio(part: Duration, whole: Duration) -> f64 {
+    if whole.is_zero() {
+        return 0.0;
+    }
+    (part.as_secs_f64() / whole.as_secs_f64()).min(1.0)
+}

@@ -1,0 +1,56 @@
+//! The dispatcher thread: wakes on events and deadlines, applies what workers report, and
+//! starts what can start.
+
+use super::core::Ctx;
+use super::tasks::{Event, ProveTask, SynthTask};
+use super::{lock, Shared};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Runs until the scheduler stops. Dropping the workers' inboxes on return is what ends
+/// their threads.
+pub(crate) fn run(
+    shared: Arc<Shared>,
+    events: Receiver<Event>,
+    synth_tx: Vec<Sender<SynthTask>>,
+    lane_tx: Vec<Sender<ProveTask>>,
+) {
+    let ctx = Ctx {
+        budget: &shared.budget,
+        lookahead: shared.config.lookahead,
+        synth_tx: &synth_tx,
+        lane_tx: &lane_tx,
+    };
+    loop {
+        let deadline = lock(&shared.core).next_deadline();
+        // Sleep until an event, or the earliest deadline, whichever comes first.
+        let first = match deadline {
+            None => match events.recv() {
+                Ok(event) => Some(event),
+                Err(_) => return,
+            },
+            Some(deadline) => {
+                match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(event) => Some(event),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        };
+        let mut core = lock(&shared.core);
+        // Apply everything already queued before deciding, so that one pass sees every
+        // freed lane and worker.
+        for event in first.into_iter().chain(events.try_iter()) {
+            core.apply(event);
+        }
+        core.expire(Instant::now());
+        if core.stopping {
+            return;
+        }
+        core.pump(&ctx);
+        if core.jobs.is_empty() {
+            shared.drained.notify_all();
+        }
+    }
+}

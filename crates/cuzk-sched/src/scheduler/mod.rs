@@ -1,0 +1,385 @@
+//! The scheduler's API: start, submit, await, status, cancel, metrics, shutdown.
+
+mod core;
+mod dispatch;
+mod handle;
+mod job;
+mod tasks;
+mod workers;
+
+pub use self::handle::JobHandle;
+
+use self::core::{ratio, Core};
+use self::job::{Job, PartTimes};
+use self::tasks::Event;
+use crate::config::Resolved;
+use crate::{
+    Backend, ControlError, JobError, JobId, JobOutput, JobStatus, LaneLayout, MemoryStats,
+    MetricsSnapshot, ProveError, Registry, Request, SchedulerConfig, StartError, SubmitError,
+    SynthesisStats,
+};
+use cuzk_mem::{Budget, ReleaseListener};
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// What the API, the dispatcher and the workers share.
+pub(crate) struct Shared {
+    core: Mutex<Core>,
+    /// Signalled when no job is left, for a graceful shutdown.
+    drained: Condvar,
+    events: Sender<Event>,
+    registry: Arc<Registry>,
+    backend: Arc<dyn Backend>,
+    budget: Budget,
+    config: Resolved,
+    started: Instant,
+}
+
+/// Every update of the core is a few assignments that cannot panic half-way, and worker
+/// panics are caught outside it, so a poisoned lock still guards consistent state.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The proving scheduler. Share it behind an `Arc`; every method takes `&self`.
+///
+/// Dropping it is [`Scheduler::shutdown`] with no grace: unfinished jobs fail with
+/// [`JobError::ShutDown`], and the drop waits for proofs already running to end.
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Wakes the dispatcher whenever memory of the budget is released, also by others
+    /// sharing it.
+    _listener: ReleaseListener,
+}
+
+/// What [`Scheduler::shutdown`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Jobs that finished during the grace period.
+    pub finished_in_grace: usize,
+    /// Jobs still unfinished after it, failed with [`JobError::ShutDown`].
+    pub stopped: usize,
+}
+
+impl Scheduler {
+    /// Starts the dispatcher, the synthesis workers and one thread per lane of `backend`,
+    /// admitting partitions against `budget` (normally the host budget from
+    /// [`cuzk_mem::HostBudget`]).
+    pub fn start(
+        config: SchedulerConfig,
+        backend: Arc<dyn Backend>,
+        registry: Registry,
+        budget: Budget,
+    ) -> Result<Scheduler, StartError> {
+        let layout = backend.lanes();
+        if layout.is_empty() {
+            return Err(StartError::NoLanes {
+                backend: backend.name().to_string(),
+                layout,
+            });
+        }
+        let config = config.resolve(layout.len())?;
+        let lanes: Vec<_> = layout.lanes().collect();
+        let (events, inbox) = mpsc::channel();
+        let registry = Arc::new(registry);
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Core::new(
+                &lanes,
+                config.synthesis_workers,
+                config.finished_history,
+                config.verify_proofs,
+            )),
+            drained: Condvar::new(),
+            events: events.clone(),
+            registry: Arc::clone(&registry),
+            backend: Arc::clone(&backend),
+            budget: budget.clone(),
+            config: config.clone(),
+            started: Instant::now(),
+        });
+        let wake = events.clone();
+        let listener = budget.on_release(move || {
+            let _ = wake.send(Event::Wake);
+        });
+
+        // If a spawn fails, the threads already started see their inboxes dropped with
+        // these vectors and exit.
+        let mut threads = Vec::new();
+        let mut synth_tx = Vec::new();
+        for i in 0..config.synthesis_workers {
+            let (tx, rx) = mpsc::channel();
+            let (registry, events) = (Arc::clone(&registry), events.clone());
+            threads.push(spawn(format!("cuzk-synth-{i}"), move || {
+                workers::synthesis_loop(i, rx, registry, events)
+            })?);
+            synth_tx.push(tx);
+        }
+        let mut lane_tx = Vec::new();
+        for (i, &lane) in lanes.iter().enumerate() {
+            let (tx, rx) = mpsc::channel();
+            let (backend, events) = (Arc::clone(&backend), events.clone());
+            let verify = config.verify_proofs;
+            threads.push(spawn(format!("cuzk-lane-{lane}"), move || {
+                workers::lane_loop(i, lane, rx, backend, verify, events)
+            })?);
+            lane_tx.push(tx);
+        }
+        let dispatcher = Arc::clone(&shared);
+        threads.push(spawn("cuzk-dispatch".into(), move || {
+            dispatch::run(dispatcher, inbox, synth_tx, lane_tx)
+        })?);
+        tracing::info!(
+            backend = backend.name(),
+            lanes = %layout,
+            synthesis_workers = config.synthesis_workers,
+            lookahead = config.lookahead,
+            budget = %cuzk_mem::Bytes(budget.capacity()),
+            verify = config.verify_proofs,
+            "scheduler started"
+        );
+        Ok(Scheduler {
+            shared,
+            threads: Mutex::new(threads),
+            _listener: listener,
+        })
+    }
+
+    /// Accepts a request, or refuses it at once with the reason. Cheap: it reads the
+    /// inputs and estimates memory; all proving work happens on the scheduler's threads.
+    pub fn submit(&self, request: Request) -> Result<JobHandle, SubmitError> {
+        let shared = &self.shared;
+        let instance = match shared.registry.parse(&request.kind, &request.inputs) {
+            Ok(instance) => instance,
+            Err(e) => {
+                lock(&shared.core).counts.invalid += 1;
+                return Err(e);
+            }
+        };
+        let circuit_key = instance.circuit_key();
+        // The exact shape once the circuit is set up; the kind's estimate before.
+        let shape = match shared.registry.cached(&circuit_key) {
+            Some(setup) => setup.shape(),
+            None => instance.shape(),
+        };
+        let partition_bytes = shared.backend.partition_bytes(&shape);
+        let mut core = lock(&shared.core);
+        if !core.accepting {
+            return Err(SubmitError::ShuttingDown);
+        }
+        if partition_bytes > shared.budget.capacity() {
+            core.counts.refused += 1;
+            return Err(SubmitError::TooLarge {
+                circuit_key,
+                needed: partition_bytes,
+                capacity: shared.budget.capacity(),
+            });
+        }
+        if core.jobs.len() >= shared.config.max_queued_jobs {
+            core.counts.refused += 1;
+            return Err(SubmitError::QueueFull {
+                limit: shared.config.max_queued_jobs,
+            });
+        }
+        let (reply, receiver) = oneshot::channel();
+        let partitions = instance.partitions();
+        let id = core.add(|id, seq| Job {
+            id,
+            seq,
+            priority: request.priority,
+            span: tracing::info_span!(
+                "job",
+                id = id.0,
+                kind = %request.kind,
+                priority = %request.priority,
+                partitions
+            ),
+            kind: request.kind,
+            circuit_key,
+            instance,
+            partitions,
+            started: 0,
+            proved: 0,
+            proofs: vec![None; partitions],
+            public_inputs: vec![Vec::new(); partitions],
+            times: vec![PartTimes::default(); partitions],
+            setup: Duration::ZERO,
+            partition_bytes,
+            submitted: Instant::now(),
+            deadline: request.deadline,
+            first_start: None,
+            reply: Some(reply),
+            cancelled: Arc::new(AtomicBool::new(false)),
+        });
+        drop(core);
+        let _ = shared.events.send(Event::Wake);
+        Ok(JobHandle::new(id, receiver))
+    }
+
+    /// Submits and waits: the blocking convenience. Do not call it from async code (it
+    /// parks the thread); await [`Scheduler::submit`]'s handle there.
+    pub fn prove_blocking(&self, request: Request) -> Result<JobOutput, ProveError> {
+        Ok(self.submit(request)?.wait_blocking()?)
+    }
+
+    /// Where job `id` is, also for a recently finished job.
+    pub fn status(&self, id: JobId) -> Result<JobStatus, ControlError> {
+        lock(&self.shared.core)
+            .status(id)
+            .ok_or(ControlError::UnknownJob { job: id })
+    }
+
+    /// Cancels job `id`: its handle resolves to [`JobError::Cancelled`] at once, its queued
+    /// partitions and their memory are dropped, and work in flight is discarded when it
+    /// ends (a running proof is not interrupted).
+    pub fn cancel(&self, id: JobId) -> Result<(), ControlError> {
+        let mut core = lock(&self.shared.core);
+        if !core.jobs.contains_key(&id) {
+            return Err(match core.status(id) {
+                Some(status) => ControlError::AlreadyFinished {
+                    job: id,
+                    state: status.state,
+                },
+                None => ControlError::UnknownJob { job: id },
+            });
+        }
+        core.finish(id, Some(JobError::Cancelled { job: id }));
+        if core.jobs.is_empty() {
+            self.shared.drained.notify_all();
+        }
+        drop(core);
+        let _ = self.shared.events.send(Event::Wake);
+        Ok(())
+    }
+
+    /// Counts, memory and utilization now.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let shared = &self.shared;
+        let now = Instant::now();
+        let uptime = now - shared.started;
+        let core = lock(&shared.core);
+        let synth_capacity = uptime.mul_f64(core.synth_workers as f64);
+        MetricsSnapshot {
+            backend: shared.backend.name().to_string(),
+            uptime,
+            jobs: core.job_counts(),
+            partitions: core.partition_counts(),
+            memory: MemoryStats {
+                budget: shared.budget.name().to_string(),
+                capacity: shared.budget.capacity(),
+                used: shared.budget.used(),
+                high_water: shared.budget.high_water(),
+            },
+            lanes: core.lane_stats(now, uptime),
+            synthesis: SynthesisStats {
+                workers: core.synth_workers,
+                busy: core.synth_busy_workers(),
+                busy_time: core.synth_busy,
+                partitions: core.synth_partitions,
+                utilization: ratio(core.synth_busy, synth_capacity),
+            },
+            setups_cached: shared.registry.cached_keys().len(),
+        }
+    }
+
+    /// The registry: its kinds and the setup cache (to supply parameters, or to set a
+    /// circuit up ahead of its first job).
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// The memory budget partitions are admitted against.
+    pub fn budget(&self) -> &Budget {
+        &self.shared.budget
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &str {
+        self.shared.backend.name()
+    }
+
+    /// The backend's lanes.
+    pub fn lanes(&self) -> LaneLayout {
+        self.shared.backend.lanes()
+    }
+
+    /// Stops accepting jobs, lets those accepted finish for up to `grace`, fails the rest
+    /// with [`JobError::ShutDown`], and joins the threads. A proof already running is not
+    /// interrupted: the call returns once it ends. Later calls do nothing.
+    pub fn shutdown(&self, grace: Duration) -> ShutdownReport {
+        let mut threads = lock(&self.threads);
+        if threads.is_empty() {
+            return ShutdownReport::default();
+        }
+        let mut core = lock(&self.shared.core);
+        core.accepting = false;
+        let before = core.jobs.len();
+        let until = Instant::now().checked_add(grace);
+        while !core.jobs.is_empty() {
+            let left = until.map_or(Duration::MAX, |t| {
+                t.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() {
+                break;
+            }
+            core = self
+                .shared
+                .drained
+                .wait_timeout(core, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let left: Vec<JobId> = core.jobs.keys().copied().collect();
+        for &job in &left {
+            core.finish(job, Some(JobError::ShutDown { job }));
+        }
+        core.stopping = true;
+        drop(core);
+        let _ = self.shared.events.send(Event::Wake);
+        for thread in threads.drain(..) {
+            // A worker thread never panics (its work runs under catch_unwind); if one did,
+            // there is nothing left to clean up here.
+            let _ = thread.join();
+        }
+        tracing::info!(
+            finished = before - left.len(),
+            stopped = left.len(),
+            "scheduler stopped"
+        );
+        ShutdownReport {
+            finished_in_grace: before - left.len(),
+            stopped: left.len(),
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shutdown(Duration::ZERO);
+    }
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("backend", &self.shared.backend.name())
+            .field("lanes", &self.shared.backend.lanes())
+            .field("budget", &self.shared.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StartError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(f)
+        .map_err(|source| StartError::Spawn {
+            thread: name,
+            source,
+        })
+}

@@ -1,0 +1,72 @@
+//! The messages between the dispatcher and the worker threads.
+
+use crate::{Instance, JobError, JobId, Setup};
+use cuzk_field::Scalar;
+use cuzk_groth16::Proof;
+use cuzk_mem::Reservation;
+use cuzk_synth::Witness;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What wakes the dispatcher.
+pub(crate) enum Event {
+    /// Something changed elsewhere (a submission, a cancel, a release of memory).
+    Wake,
+    /// A synthesis worker finished a partition.
+    Synthesized(SynthDone),
+    /// A lane finished a partition (boxed: a proof is large, and events queue up).
+    Proved(Box<ProveDone>),
+}
+
+/// One partition to synthesize; its memory is already reserved.
+pub(crate) struct SynthTask {
+    pub job: JobId,
+    pub partition: usize,
+    pub instance: Arc<dyn Instance>,
+    pub reservation: Reservation,
+    pub cancelled: Arc<AtomicBool>,
+    pub span: tracing::Span,
+}
+
+/// A synthesized partition: what proving it needs.
+pub(crate) struct Synthesized {
+    pub setup: Arc<Setup>,
+    pub witness: Witness,
+    pub public_inputs: Vec<Scalar>,
+    pub setup_time: Duration,
+    pub synthesis: Duration,
+}
+
+/// A synthesis worker's report. The reservation comes back with it: the memory stays
+/// held by the witness until the partition is proved.
+pub(crate) struct SynthDone {
+    pub worker: usize,
+    pub job: JobId,
+    pub partition: usize,
+    pub outcome: Result<Synthesized, JobError>,
+    pub reservation: Reservation,
+    pub busy: Duration,
+}
+
+/// One partition to prove (and verify).
+pub(crate) struct ProveTask {
+    pub job: JobId,
+    pub partition: usize,
+    pub setup: Arc<Setup>,
+    pub witness: Witness,
+    pub public_inputs: Vec<Scalar>,
+    pub reservation: Reservation,
+    pub cancelled: Arc<AtomicBool>,
+    pub span: tracing::Span,
+}
+
+/// A lane's report; the partition's memory is already released.
+pub(crate) struct ProveDone {
+    pub lane: usize,
+    pub job: JobId,
+    pub partition: usize,
+    pub outcome: Result<Proof, JobError>,
+    pub prove: Duration,
+    pub verify: Duration,
+}

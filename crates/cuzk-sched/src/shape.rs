@@ -1,0 +1,100 @@
+//! A circuit's size, and the host memory one CPU proof of it needs (admission's unit).
+
+use cuzk_synth::Pce;
+
+/// Bytes of one Fr scalar.
+const SCALAR: u64 = 32;
+
+/// Bytes of a gathered G1 MSM term: an affine base (96) and a scalar (32).
+const G1_TERM: u64 = 96 + 32;
+
+/// Fixed allowance per proof for Pippenger scratch, bitmaps and bookkeeping.
+const SCRATCH: u64 = 8 << 20;
+
+/// A circuit's size: what memory estimates are made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// The circuit's own constraints.
+    pub constraints: usize,
+    /// Public inputs, ONE included.
+    pub inputs: usize,
+    /// Aux (private) variables.
+    pub aux: usize,
+}
+
+impl Shape {
+    /// The exact shape of a recorded circuit.
+    pub fn of(pce: &Pce) -> Shape {
+        Shape {
+            constraints: pce.num_constraints,
+            inputs: pce.num_inputs,
+            aux: pce.num_aux,
+        }
+    }
+
+    /// Rows of the QAP: constraints plus one per input.
+    pub fn rows(&self) -> usize {
+        self.constraints.saturating_add(self.inputs)
+    }
+
+    /// The evaluation domain: the next power of two of the rows (saturating at
+    /// `u64::MAX` for absurd shapes, which then fit no budget).
+    pub fn domain_size(&self) -> u64 {
+        (self.rows() as u64)
+            .max(1)
+            .checked_next_power_of_two()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Peak host memory of one proof with the CPU reference prover, estimated from above:
+    /// the witness (held from synthesis to the end of proving), a, b and c padded to the
+    /// domain plus one more domain-sized vector for the resize and the quotient, and the
+    /// largest G1 MSM's gathered bases and scalars (H over the domain, or L/A over the aux
+    /// variables), plus fixed scratch. The G2 MSM gathers only the B terms whose scalar is
+    /// neither 0 nor 1, a few percent in practical circuits, and fits in the same room.
+    pub fn cpu_prover_bytes(&self) -> u64 {
+        let vars = (self.inputs as u64).saturating_add(self.aux as u64);
+        let n = self.domain_size();
+        let witness = SCALAR.saturating_mul(vars);
+        let abc = (4 * SCALAR).saturating_mul(n);
+        let gather = G1_TERM.saturating_mul(n.max(vars));
+        witness
+            .saturating_add(abc)
+            .saturating_add(gather)
+            .saturating_add(SCRATCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_grow_with_the_domain() {
+        let small = Shape {
+            constraints: 254,
+            inputs: 2,
+            aux: 256,
+        };
+        assert_eq!(small.rows(), 256);
+        assert_eq!(small.domain_size(), 256);
+        assert_eq!(
+            small.cpu_prover_bytes(),
+            32 * 258 + 128 * 256 + 128 * 258 + (8 << 20)
+        );
+        let porep = Shape {
+            constraints: 130_278_869,
+            inputs: 2,
+            aux: 130_169_893,
+        };
+        // About 36 GiB for a 32 GiB PoRep partition on the CPU prover.
+        let gib = porep.cpu_prover_bytes() >> 30;
+        assert!((30..45).contains(&gib), "{gib} GiB");
+        let absurd = Shape {
+            constraints: usize::MAX,
+            inputs: usize::MAX,
+            aux: usize::MAX,
+        };
+        assert_eq!(absurd.cpu_prover_bytes(), u64::MAX);
+    }
+}
