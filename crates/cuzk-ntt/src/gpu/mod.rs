@@ -1,0 +1,815 @@
+//! The CUDA engine: in-place NTTs of device vectors of `FrRepr` on a caller's stream, with
+//! twiddle tables built once per size and direction and kept on the device.
+//!
+//! Every transform takes and returns natural order. Internally a forward transform is a
+//! bit reversal followed by the DIT passes and an inverse one the DIF passes followed by a bit
+//! reversal (see [`crate::plan`]); scalings by `1/n` and by powers of the coset generator ride
+//! on the first or last pass, so they cost no extra trip through memory. The Groth16 H step
+//! chains DIF into DIT with no reordering between them and reverses bits once, at the end.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use cuzk_cuda::Device;
+//! use cuzk_field::FrRepr;
+//! use cuzk_ntt::gpu::NttEngine;
+//! let device = Device::open(0)?;
+//! let stream = device.new_stream()?;
+//! let engine = NttEngine::new(&device)?;
+//! let mut a = stream.upload(&vec![FrRepr::default(); 1 << 20])?;
+//! engine.ntt(&stream, &mut [a.as_view_mut()])?; // evaluations of a on ⟨ω⟩
+//! engine.intt(&stream, &mut [a.as_view_mut()])?; // and back
+//! # Ok(()) }
+//! ```
+
+mod launch;
+
+use crate::plan::{
+    Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG, MAX_LOG_N,
+    MAX_PASS_BITS, MIN_LOG_N,
+};
+use crate::NttError;
+use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream};
+use cuzk_field::consts::COSET_GENERATOR;
+use cuzk_field::{Field, FrRepr, Scalar};
+use launch::{Kernels, ScaleArgs, VECTORS_PER_LAUNCH};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Which scaling a transform applies, each with its own cached tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ScaleKind {
+    /// No scaling.
+    None,
+    /// `1/n` (inverse transforms).
+    InvN,
+    /// `g^i` on coefficient i (coset forward transforms).
+    Coset,
+    /// `g^-i / n` on coefficient i (coset inverse transforms).
+    CosetInv,
+    /// `g^i / n`: the H step's inverse transform straight onto the coset.
+    HToCoset,
+    /// `g^-i / (n · Z)`: the H step's way back, with the division by `Z = g^n − 1`.
+    HFromCoset,
+}
+
+/// A pass factor or scale table on the device.
+struct DeviceSplit {
+    lo: DeviceBuffer<FrRepr>,
+    hi: Option<DeviceBuffer<FrRepr>>,
+    lo_bits: u32,
+}
+
+struct DevicePassTables {
+    local_roots: DeviceBuffer<FrRepr>,
+    factor: Option<DeviceSplit>,
+}
+
+/// The twiddle tables of every pass of one size and direction.
+pub(crate) struct DeviceTables {
+    log_n: u32,
+    passes: Vec<Pass>,
+    pass_tables: Vec<DevicePassTables>,
+}
+
+/// A scale on the device: a constant (`lo` has one element) or split powers.
+struct DeviceScale {
+    flags: u32,
+    table: Option<DeviceSplit>,
+}
+
+/// The operations [`NttEngine::arith`] checks and measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// Montgomery multiplication.
+    Mul,
+    /// Modular addition.
+    Add,
+    /// Modular subtraction.
+    Sub,
+}
+
+/// Whose arithmetic [`NttEngine::arith`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithCode {
+    /// The NTT's own, specialised to r (kernels/ntt/fr_arith.cuh).
+    Ntt,
+    /// The generic field code every other kernel uses (kernels/field).
+    Generic,
+}
+
+/// NTTs on one device. Cheap to share (`&self` methods, internally locked caches); transforms
+/// are queued on the caller's stream and return without waiting for the device.
+pub struct NttEngine {
+    device: Device,
+    kernels: Kernels,
+    sm_count: u32,
+    /// Twiddle tables per (log_n, direction, block_log), built on first use.
+    tables: Mutex<HashMap<(u32, Direction, u32), Arc<DeviceTables>>>,
+    /// Scale tables per (log_n, kind).
+    scales: Mutex<HashMap<(u32, ScaleKind), Arc<DeviceScale>>>,
+    /// Blocks per SM of the pass kernels, per (dit, threads per block, shared memory).
+    occupancy: Mutex<HashMap<(bool, u32, u32), u32>>,
+    /// log2 of the elements a pass block holds (plan::Plan::with_block_log).
+    block_log: AtomicU32,
+    /// A one-element buffer passed for table and vector slots a launch does not use.
+    dummy: DeviceBuffer<FrRepr>,
+}
+
+impl fmt::Debug for NttEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NttEngine")
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Entries are inserted whole, so a panic while locked leaves the maps consistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl NttEngine {
+    /// An engine for `device`, loading its kernels from the device's kernel image.
+    pub fn new(device: &Device) -> Result<Self, NttError> {
+        let kernels = Kernels::load(device)?;
+        let stream = device.new_stream()?;
+        let dummy = stream.alloc_zeroed::<FrRepr>(1)?;
+        stream.synchronize()?;
+        Ok(NttEngine {
+            device: device.clone(),
+            kernels,
+            sm_count: device.info().sm_count.max(1),
+            tables: Mutex::new(HashMap::new()),
+            scales: Mutex::new(HashMap::new()),
+            occupancy: Mutex::new(HashMap::new()),
+            block_log: AtomicU32::new(BLOCK_ELEMS_LOG),
+            dummy,
+        })
+    }
+
+    /// The device this engine runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Chooses how many elements a pass block holds: `2^block_log`, 10 or 11 (the default):
+    /// blocks of 128 or 256 threads. Both compute the same results; on the H200 the smaller
+    /// blocks measured 10–17% slower at 2^24–2^27, so the default stays 11.
+    pub fn set_block_log(&self, block_log: u32) -> Result<(), NttError> {
+        if !(MAX_PASS_BITS..=BLOCK_ELEMS_LOG).contains(&block_log) {
+            return Err(NttError::BlockSize {
+                block_log,
+                min: MAX_PASS_BITS,
+                max: BLOCK_ELEMS_LOG,
+            });
+        }
+        self.block_log.store(block_log, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Coefficients to evaluations on `⟨ω⟩`, in place, for every vector (all of one
+    /// power-of-two length, 2^1 … 2^28).
+    pub fn ntt(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span = tracing::debug_span!("ntt", log_n, vectors = vectors.len()).entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.bit_reverse(stream, chunk, log_n)?;
+            self.dit(stream, chunk, log_n, Direction::Forward, ScaleKind::None)?;
+        }
+        Ok(())
+    }
+
+    /// Evaluations on `⟨ω⟩` to coefficients, in place: the inverse of [`NttEngine::ntt`].
+    pub fn intt(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span = tracing::debug_span!("intt", log_n, vectors = vectors.len()).entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.dif(stream, chunk, log_n, Direction::Inverse, ScaleKind::InvN)?;
+            self.bit_reverse(stream, chunk, log_n)?;
+        }
+        Ok(())
+    }
+
+    /// Coefficients to evaluations on the coset `g·⟨ω⟩` (g = 7), in place.
+    pub fn coset_ntt(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span = tracing::debug_span!("coset_ntt", log_n, vectors = vectors.len()).entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.bit_reverse(stream, chunk, log_n)?;
+            self.dit(stream, chunk, log_n, Direction::Forward, ScaleKind::Coset)?;
+        }
+        Ok(())
+    }
+
+    /// Evaluations on the coset `g·⟨ω⟩` to coefficients, in place: the inverse of
+    /// [`NttEngine::coset_ntt`].
+    pub fn coset_intt(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span = tracing::debug_span!("coset_intt", log_n, vectors = vectors.len()).entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.dif(
+                stream,
+                chunk,
+                log_n,
+                Direction::Inverse,
+                ScaleKind::CosetInv,
+            )?;
+            self.bit_reverse(stream, chunk, log_n)?;
+        }
+        Ok(())
+    }
+
+    /// The Groth16 quotient step. `abc` holds the evaluations of A, B and C on `⟨ω⟩`; on return
+    /// `abc[0]` holds the coefficients of `H = (A·B − C)/Z`, evaluated on the coset where Z is
+    /// the constant `g^n − 1` (`abc[1]` and `abc[2]` hold scratch). The same as iNTT ×3,
+    /// coset NTT ×3, `(a·b − c)/Z` and a coset iNTT, with the bit reversals and scalings folded
+    /// away.
+    pub fn groth16_h(
+        &self,
+        stream: &Stream,
+        abc: &mut [DeviceViewMut<'_, FrRepr>; 3],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(abc)?;
+        let _span = tracing::debug_span!("groth16_h", log_n).entered();
+        self.dif(stream, abc, log_n, Direction::Inverse, ScaleKind::HToCoset)?;
+        self.dit(stream, abc, log_n, Direction::Forward, ScaleKind::None)?;
+        let [a, b, c] = abc.each_mut();
+        launch::h_pointwise(stream, &self.kernels.pointwise, a, b, c, self.sm_count)?;
+        let h = std::slice::from_mut(&mut abc[0]);
+        self.dif(stream, h, log_n, Direction::Inverse, ScaleKind::HFromCoset)?;
+        self.bit_reverse(stream, h, log_n)
+    }
+
+    /// Runs [`NttEngine::ntt`] (or [`NttEngine::groth16_h`] when `abc` has three vectors) with
+    /// an event after every kernel and returns each kernel's device time in milliseconds: the
+    /// breakdown behind the benchmark's totals. Waits for the device.
+    pub fn profile(
+        &self,
+        stream: &Stream,
+        abc: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<Vec<(String, f32)>, NttError> {
+        let log_n = check_lengths(abc)?;
+        let mut marks = Some(Marks::start(stream)?);
+        if abc.len() == 3 {
+            let abc: &mut [DeviceViewMut<'_, FrRepr>; 3] = abc.try_into().expect("three vectors");
+            self.dif_marked(
+                stream,
+                abc,
+                log_n,
+                Direction::Inverse,
+                ScaleKind::HToCoset,
+                &mut marks,
+            )?;
+            self.dit_marked(
+                stream,
+                abc,
+                log_n,
+                Direction::Forward,
+                ScaleKind::None,
+                &mut marks,
+            )?;
+            let [a, b, c] = abc.each_mut();
+            launch::h_pointwise(stream, &self.kernels.pointwise, a, b, c, self.sm_count)?;
+            mark(&mut marks, stream, || "h pointwise".into())?;
+            let h = std::slice::from_mut(&mut abc[0]);
+            self.dif_marked(
+                stream,
+                h,
+                log_n,
+                Direction::Inverse,
+                ScaleKind::HFromCoset,
+                &mut marks,
+            )?;
+            self.bit_reverse(stream, h, log_n)?;
+            mark(&mut marks, stream, || "bit reversal".into())?;
+        } else {
+            for chunk in abc.chunks_mut(VECTORS_PER_LAUNCH) {
+                self.bit_reverse(stream, chunk, log_n)?;
+                mark(&mut marks, stream, || "bit reversal".into())?;
+                self.dit_marked(
+                    stream,
+                    chunk,
+                    log_n,
+                    Direction::Forward,
+                    ScaleKind::None,
+                    &mut marks,
+                )?;
+            }
+        }
+        marks.expect("started above").finish()
+    }
+
+    /// Builds (if not yet cached) every table the transforms of size `2^log_n` use, so that
+    /// the first transform of that size does not pay for it.
+    pub fn prepare(&self, stream: &Stream, log_n: u32) -> Result<(), NttError> {
+        Plan::new(log_n)?;
+        for d in [Direction::Forward, Direction::Inverse] {
+            self.tables(stream, log_n, d)?;
+        }
+        use ScaleKind::*;
+        for kind in [InvN, Coset, CosetInv, HToCoset, HFromCoset] {
+            self.scale(stream, log_n, kind)?;
+        }
+        Ok(())
+    }
+
+    /// Device memory the tables of size `2^log_n` take, both directions and every scaling.
+    pub fn table_bytes(log_n: u32) -> Result<usize, NttError> {
+        let plan = Plan::new(log_n)?;
+        let elems = |bits: u32, direct: u32| -> usize {
+            if bits <= direct {
+                1 << bits
+            } else {
+                (1 << bits.div_ceil(2)) + (1 << (bits - bits.div_ceil(2)))
+            }
+        };
+        let per_direction: usize = plan
+            .passes()
+            .iter()
+            .map(|p| {
+                let factor = if p.has_factor() {
+                    elems(p.s_hi(), crate::plan::DIRECT_FACTOR_MAX_LOG)
+                } else {
+                    0
+                };
+                (1 << p.bits) + factor
+            })
+            .sum();
+        let scales = 4 * elems(log_n, 0) + 1;
+        Ok((2 * per_direction + scales) * std::mem::size_of::<FrRepr>())
+    }
+
+    /// Queues `out[i] = a[i] ∘ b[i]`, the operation applied `iters` times (`x ← x ∘ b[i]`), by
+    /// the NTT's specialised arithmetic or the generic field code: the check that the two agree
+    /// with blstrs, and the measure of what a multiplication costs.
+    pub fn arith(
+        &self,
+        stream: &Stream,
+        (op, code): (ArithOp, ArithCode),
+        a: &DeviceBuffer<FrRepr>,
+        b: &DeviceBuffer<FrRepr>,
+        out: &mut DeviceBuffer<FrRepr>,
+        iters: u32,
+    ) -> Result<(), NttError> {
+        for (index, len) in [(1, b.len()), (2, out.len())] {
+            if len != a.len() {
+                return Err(NttError::LengthMismatch {
+                    index,
+                    expected: a.len(),
+                    got: len,
+                });
+            }
+        }
+        let which = match (op, code) {
+            (ArithOp::Mul, ArithCode::Ntt) => 0,
+            (ArithOp::Add, ArithCode::Ntt) => 1,
+            (ArithOp::Sub, ArithCode::Ntt) => 2,
+            (ArithOp::Mul, ArithCode::Generic) => 3,
+            (ArithOp::Add, ArithCode::Generic) => 4,
+            (ArithOp::Sub, ArithCode::Generic) => 5,
+        };
+        launch::arith(
+            stream,
+            &self.kernels.arith,
+            out,
+            a,
+            b,
+            which,
+            iters,
+            self.sm_count,
+        )
+    }
+
+    fn dif(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+        log_n: u32,
+        direction: Direction,
+        scale: ScaleKind,
+    ) -> Result<(), NttError> {
+        self.dif_marked(stream, vectors, log_n, direction, scale, &mut None)
+    }
+
+    fn dif_marked(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+        log_n: u32,
+        direction: Direction,
+        scale: ScaleKind,
+        marks: &mut Option<Marks>,
+    ) -> Result<(), NttError> {
+        let tables = self.tables(stream, log_n, direction)?;
+        let scale = self.scale(stream, log_n, scale)?;
+        if log_n < 3 {
+            return launch::tiny(
+                stream,
+                &self.kernels.tiny,
+                vectors,
+                &tables,
+                false,
+                &self.scale_args(&scale),
+                &self.dummy,
+            );
+        }
+        for (i, p) in tables.passes.iter().enumerate() {
+            // The output scale rides on the last pass.
+            let args = if p.s_lo == 0 {
+                self.scale_args(&scale)
+            } else {
+                self.no_scale()
+            };
+            let kernel = &self.kernels.dif;
+            let grid = self.grid_x(kernel, false, p)?;
+            launch::pass(
+                stream,
+                kernel,
+                vectors,
+                &tables,
+                i,
+                &args,
+                &self.dummy,
+                grid,
+            )?;
+            mark(marks, stream, || {
+                format!(
+                    "dif pass bits {}..{} ({} blocks of {})",
+                    p.s_lo,
+                    p.s_hi(),
+                    grid.min(1 << (log_n - p.bits - p.log_lines_per_block)),
+                    p.threads_per_block()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn dit(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+        log_n: u32,
+        direction: Direction,
+        scale: ScaleKind,
+    ) -> Result<(), NttError> {
+        self.dit_marked(stream, vectors, log_n, direction, scale, &mut None)
+    }
+
+    fn dit_marked(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+        log_n: u32,
+        direction: Direction,
+        scale: ScaleKind,
+        marks: &mut Option<Marks>,
+    ) -> Result<(), NttError> {
+        let tables = self.tables(stream, log_n, direction)?;
+        let scale = self.scale(stream, log_n, scale)?;
+        if log_n < 3 {
+            return launch::tiny(
+                stream,
+                &self.kernels.tiny,
+                vectors,
+                &tables,
+                true,
+                &self.scale_args(&scale),
+                &self.dummy,
+            );
+        }
+        for (i, p) in tables.passes.iter().enumerate().rev() {
+            // The input scale rides on the first DIT pass, the one over the lowest bits.
+            let args = if p.s_lo == 0 {
+                self.scale_args(&scale)
+            } else {
+                self.no_scale()
+            };
+            let kernel = &self.kernels.dit;
+            let grid = self.grid_x(kernel, true, p)?;
+            launch::pass(
+                stream,
+                kernel,
+                vectors,
+                &tables,
+                i,
+                &args,
+                &self.dummy,
+                grid,
+            )?;
+            mark(marks, stream, || {
+                format!(
+                    "dit pass bits {}..{} ({} blocks of {})",
+                    p.s_lo,
+                    p.s_hi(),
+                    grid.min(1 << (log_n - p.bits - p.log_lines_per_block)),
+                    p.threads_per_block()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn bit_reverse(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+        log_n: u32,
+    ) -> Result<(), NttError> {
+        launch::bit_reverse(
+            stream,
+            &self.kernels,
+            vectors,
+            log_n,
+            &self.dummy,
+            self.sm_count,
+        )
+    }
+
+    fn no_scale(&self) -> ScaleArgs<'_> {
+        ScaleArgs {
+            flags: 0,
+            lo_bits: 0,
+            lo: &self.dummy,
+            hi: &self.dummy,
+        }
+    }
+
+    fn scale_args<'a>(&'a self, scale: &'a DeviceScale) -> ScaleArgs<'a> {
+        match &scale.table {
+            None => self.no_scale(),
+            Some(t) => ScaleArgs {
+                flags: scale.flags,
+                lo_bits: t.lo_bits,
+                lo: &t.lo,
+                hi: t.hi.as_ref().unwrap_or(&self.dummy),
+            },
+        }
+    }
+
+    /// Blocks in x of a persistent pass launch: as many as fit on the device at once.
+    fn grid_x(&self, kernel: &Kernel, dit: bool, pass: &Pass) -> Result<u32, NttError> {
+        let (threads, smem) = (pass.threads_per_block(), 32 * pass.block_elems());
+        let mut occ = lock(&self.occupancy);
+        let per_sm = match occ.get(&(dit, threads, smem)) {
+            Some(&n) => n,
+            None => {
+                let n = kernel
+                    .max_active_blocks_per_sm(threads, smem as usize)?
+                    .max(1);
+                occ.insert((dit, threads, smem), n);
+                n
+            }
+        };
+        Ok(per_sm * self.sm_count)
+    }
+
+    fn tables(
+        &self,
+        stream: &Stream,
+        log_n: u32,
+        direction: Direction,
+    ) -> Result<Arc<DeviceTables>, NttError> {
+        let block_log = self.block_log.load(Ordering::Relaxed);
+        if let Some(t) = lock(&self.tables).get(&(log_n, direction, block_log)) {
+            return Ok(t.clone());
+        }
+        let plan = Plan::with_block_log(log_n, block_log)?;
+        let mut pass_tables = Vec::new();
+        for p in plan.passes() {
+            let host = PassTables::new(p, direction);
+            let local_roots = self.upload(stream, &host.local_roots)?;
+            let factor = host
+                .factor
+                .map(|f| self.upload_split(stream, &f))
+                .transpose()?;
+            pass_tables.push(DevicePassTables {
+                local_roots,
+                factor,
+            });
+        }
+        let tables = Arc::new(DeviceTables {
+            log_n,
+            passes: plan.passes().to_vec(),
+            pass_tables,
+        });
+        lock(&self.tables).insert((log_n, direction, block_log), tables.clone());
+        Ok(tables)
+    }
+
+    fn scale(
+        &self,
+        stream: &Stream,
+        log_n: u32,
+        kind: ScaleKind,
+    ) -> Result<Arc<DeviceScale>, NttError> {
+        if let Some(s) = lock(&self.scales).get(&(log_n, kind)) {
+            return Ok(s.clone());
+        }
+        let n_inv = Scalar::from(1u64 << log_n).invert().unwrap();
+        let g = COSET_GENERATOR;
+        let g_inv = g.invert().unwrap();
+        let z_inv = (g.pow_vartime([1u64 << log_n]) - Scalar::ONE)
+            .invert()
+            .unwrap();
+        let host = match kind {
+            ScaleKind::None => Scale::None,
+            ScaleKind::InvN => Scale::Constant(n_inv.into()),
+            ScaleKind::Coset => Scale::powers(g, Scalar::ONE, log_n),
+            ScaleKind::CosetInv => Scale::powers(g_inv, n_inv, log_n),
+            ScaleKind::HToCoset => Scale::powers(g, n_inv, log_n),
+            ScaleKind::HFromCoset => Scale::powers(g_inv, n_inv * z_inv, log_n),
+        };
+        let scale = match host {
+            Scale::None => DeviceScale {
+                flags: 0,
+                table: None,
+            },
+            Scale::Constant(c) => DeviceScale {
+                flags: launch::FLAG_SCALE_CONST,
+                table: Some(DeviceSplit {
+                    lo: self.upload(stream, &[c])?,
+                    hi: None,
+                    lo_bits: 0,
+                }),
+            },
+            Scale::Powers(t) => DeviceScale {
+                flags: launch::FLAG_SCALE_POWERS,
+                table: Some(self.upload_split(stream, &t)?),
+            },
+        };
+        let scale = Arc::new(scale);
+        lock(&self.scales).insert((log_n, kind), scale.clone());
+        Ok(scale)
+    }
+
+    fn upload_split(&self, stream: &Stream, t: &SplitTable) -> Result<DeviceSplit, NttError> {
+        let lo = self.upload(stream, &t.lo)?;
+        let hi = if t.is_direct() {
+            None
+        } else {
+            Some(self.upload(stream, &t.hi)?)
+        };
+        Ok(DeviceSplit {
+            lo,
+            hi,
+            lo_bits: t.lo_bits,
+        })
+    }
+
+    /// Uploads a table, naming a lack of device memory as such.
+    fn upload(&self, stream: &Stream, host: &[FrRepr]) -> Result<DeviceBuffer<FrRepr>, NttError> {
+        stream
+            .upload(host)
+            .map_err(|e| self.memory_error(e, "NTT twiddle tables", std::mem::size_of_val(host)))
+    }
+
+    fn memory_error(&self, e: CudaError, what: &'static str, needed: usize) -> NttError {
+        if e.is_out_of_memory() {
+            let free = self.device.memory_info().map(|(free, _)| free).unwrap_or(0);
+            NttError::OutOfDeviceMemory { what, needed, free }
+        } else {
+            e.into()
+        }
+    }
+}
+
+/// Events recorded after each kernel of a profiled run.
+struct Marks {
+    start: cuzk_cuda::Event,
+    events: Vec<(String, cuzk_cuda::Event)>,
+}
+
+impl Marks {
+    fn start(stream: &Stream) -> Result<Self, NttError> {
+        let start = stream.device().new_event()?;
+        stream.record(&start)?;
+        Ok(Marks {
+            start,
+            events: Vec::new(),
+        })
+    }
+
+    fn finish(self) -> Result<Vec<(String, f32)>, NttError> {
+        let mut out = Vec::new();
+        let mut prev = &self.start;
+        for (label, e) in &self.events {
+            out.push((label.clone(), prev.elapsed_ms(e)?));
+            prev = e;
+        }
+        Ok(out)
+    }
+}
+
+fn mark(
+    marks: &mut Option<Marks>,
+    stream: &Stream,
+    label: impl FnOnce() -> String,
+) -> Result<(), NttError> {
+    if let Some(m) = marks {
+        let e = stream.device().new_event()?;
+        stream.record(&e)?;
+        m.events.push((label(), e));
+    }
+    Ok(())
+}
+
+/// The common log2 length of a batch: non-empty, all one length, a power of two in range.
+fn check_lengths(vectors: &[DeviceViewMut<'_, FrRepr>]) -> Result<u32, NttError> {
+    let lens: Vec<usize> = vectors.iter().map(|v| v.len()).collect();
+    check_lens(&lens)
+}
+
+fn check_lens(lens: &[usize]) -> Result<u32, NttError> {
+    let Some(&len) = lens.first() else {
+        return Err(NttError::EmptyBatch);
+    };
+    if let Some((index, &got)) = lens.iter().enumerate().find(|(_, &l)| l != len) {
+        return Err(NttError::LengthMismatch {
+            index,
+            expected: len,
+            got,
+        });
+    }
+    let log_n = crate::cpu::log2_exact(len)?;
+    if log_n < MIN_LOG_N {
+        return Err(NttError::TooSmall {
+            log_n,
+            min: MIN_LOG_N,
+        });
+    }
+    if log_n > MAX_LOG_N {
+        return Err(NttError::TooLarge {
+            log_n,
+            max: MAX_LOG_N,
+        });
+    }
+    Ok(log_n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_validated_with_the_offending_value() {
+        assert!(matches!(check_lens(&[]), Err(NttError::EmptyBatch)));
+        assert!(matches!(
+            check_lens(&[8, 8, 4]),
+            Err(NttError::LengthMismatch {
+                index: 2,
+                expected: 8,
+                got: 4
+            })
+        ));
+        assert!(matches!(
+            check_lens(&[12]),
+            Err(NttError::NotPowerOfTwo { len: 12 })
+        ));
+        assert!(matches!(
+            check_lens(&[1]),
+            Err(NttError::TooSmall { log_n: 0, min: 1 })
+        ));
+        assert!(matches!(
+            check_lens(&[1 << 29]),
+            Err(NttError::TooLarge { log_n: 29, max: 28 })
+        ));
+        assert_eq!(check_lens(&[1 << 20, 1 << 20]).unwrap(), 20);
+        let msg = NttError::LengthMismatch {
+            index: 2,
+            expected: 8,
+            got: 4,
+        }
+        .to_string();
+        assert!(
+            msg.contains("vector 2") && msg.contains('4') && msg.contains('8'),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn table_memory_stays_small() {
+        // Both directions and every scaling of a 2^27 transform: about 18 MiB.
+        let bytes = NttEngine::table_bytes(27).unwrap();
+        assert!(bytes < 24 << 20, "{bytes}");
+        assert!(NttEngine::table_bytes(20).unwrap() < 72 << 20);
+    }
+}

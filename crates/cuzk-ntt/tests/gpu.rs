@@ -1,0 +1,445 @@
+//! GPU tests of the NTT engine against the CPU reference (ignored by default; run with
+//! `--ignored gpu_` on a machine with a CUDA GPU and the kernel image).
+//!
+//! Inputs are fresh seeded random vectors; every assertion names its seed, size and position.
+#![cfg(feature = "cuda")]
+
+use cuzk_cuda::{Device, DeviceBuffer, Stream};
+use cuzk_field::consts::root_of_unity;
+use cuzk_field::{Field, FrRepr, Scalar};
+use cuzk_ntt::cpu::{evaluate, Domain};
+use cuzk_ntt::gpu::{ArithCode, ArithOp, NttEngine};
+use cuzk_ntt::NttError;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+fn engine() -> &'static (NttEngine, Stream) {
+    static ENGINE: OnceLock<(NttEngine, Stream)> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let device = Device::open(0).expect("a CUDA device");
+        let engine = NttEngine::new(&device).expect("the NTT kernels");
+        let stream = device.new_stream().unwrap();
+        (engine, stream)
+    })
+}
+
+/// `n` random elements below 2^254 (so below r), generated in parallel from `seed`.
+fn random_reprs(seed: u64, n: usize) -> Vec<FrRepr> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![FrRepr::default(); n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20));
+            for x in chunk {
+                let mut l: [u64; 4] = rng.gen();
+                l[3] &= (1 << 62) - 1;
+                x.limbs = l;
+            }
+        });
+    out
+}
+
+fn to_scalars(v: &[FrRepr]) -> Vec<Scalar> {
+    v.par_iter()
+        .map(|r| Scalar::try_from(*r).expect("reduced"))
+        .collect()
+}
+
+fn to_reprs(v: &[Scalar]) -> Vec<FrRepr> {
+    v.par_iter().map(|s| FrRepr::from(*s)).collect()
+}
+
+fn download(stream: &Stream, b: &DeviceBuffer<FrRepr>) -> Vec<Scalar> {
+    to_scalars(&stream.download(b).unwrap())
+}
+
+fn assert_same(got: &[Scalar], want: &[Scalar], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        let wrong = (0..got.len()).filter(|&i| got[i] != want[i]).count();
+        panic!(
+            "{what}: {wrong} of {} elements differ, first at {i}",
+            got.len()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_arith_matches_blstrs() {
+    let (engine, stream) = engine();
+    let seed = 11;
+    let mut a = to_scalars(&random_reprs(seed, 1 << 14));
+    let mut b = to_scalars(&random_reprs(seed + 1, 1 << 14));
+    // Edge values in both operands, including r − 1 and r − 2.
+    let edge = [
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        -Scalar::from(2u64),
+        Scalar::from(u64::MAX),
+    ];
+    for (i, x) in edge.iter().enumerate() {
+        for (j, y) in edge.iter().enumerate() {
+            a[i * 5 + j] = *x;
+            b[i * 5 + j] = *y;
+        }
+    }
+    let da = stream.upload(&to_reprs(&a)).unwrap();
+    let db = stream.upload(&to_reprs(&b)).unwrap();
+    let mut out = stream.alloc::<FrRepr>(a.len()).unwrap();
+    for code in [ArithCode::Ntt, ArithCode::Generic] {
+        for (op, iters) in [
+            (ArithOp::Mul, 1),
+            (ArithOp::Mul, 3),
+            (ArithOp::Add, 2),
+            (ArithOp::Sub, 2),
+        ] {
+            engine
+                .arith(stream, (op, code), &da, &db, &mut out, iters)
+                .unwrap();
+            let got = download(stream, &out);
+            let want: Vec<Scalar> = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| {
+                    let mut acc = *x;
+                    for _ in 0..iters {
+                        acc = match op {
+                            ArithOp::Mul => acc * y,
+                            ArithOp::Add => acc + y,
+                            ArithOp::Sub => acc - y,
+                        };
+                    }
+                    acc
+                })
+                .collect();
+            assert_same(
+                &got,
+                &want,
+                &format!("{code:?} {op:?} x{iters}, seed {seed}"),
+            );
+        }
+    }
+}
+
+/// All four transforms against the CPU reference for every size 2^1 … 2^20, four vectors per
+/// call (so batches span more than one launch).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_transforms_match_cpu_reference_for_every_size() {
+    let (engine, stream) = engine();
+    let start = Instant::now();
+    for log_n in 1..=20u32 {
+        let seed = 1000 + log_n as u64;
+        let d = Domain::new(log_n).unwrap();
+        let inputs: Vec<Vec<FrRepr>> = (0..4)
+            .map(|i| random_reprs(seed * 10 + i, d.size()))
+            .collect();
+        type Transform = fn(
+            &NttEngine,
+            &Stream,
+            &mut [cuzk_cuda::DeviceViewMut<'_, FrRepr>],
+        ) -> Result<(), NttError>;
+        type Reference = fn(&Domain, &mut [Scalar]) -> Result<(), NttError>;
+        let cases: [(&str, Transform, Reference); 4] = [
+            ("ntt", NttEngine::ntt, Domain::ntt),
+            ("intt", NttEngine::intt, Domain::intt),
+            ("coset_ntt", NttEngine::coset_ntt, Domain::coset_ntt),
+            ("coset_intt", NttEngine::coset_intt, Domain::coset_intt),
+        ];
+        for (name, gpu, cpu) in cases {
+            let mut bufs: Vec<DeviceBuffer<FrRepr>> =
+                inputs.iter().map(|v| stream.upload(v).unwrap()).collect();
+            let mut views: Vec<_> = bufs.iter_mut().map(|b| b.as_view_mut()).collect();
+            gpu(engine, stream, &mut views).unwrap();
+            drop(views);
+            for (i, (buf, input)) in bufs.iter().zip(&inputs).enumerate() {
+                let mut want = to_scalars(input);
+                cpu(&d, &mut want).unwrap();
+                assert_same(
+                    &download(stream, buf),
+                    &want,
+                    &format!("{name} 2^{log_n}, vector {i}, seed {seed}"),
+                );
+            }
+        }
+    }
+    eprintln!(
+        "every size 2^1..2^20: {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_round_trips_are_the_identity() {
+    let (engine, stream) = engine();
+    for log_n in [21u32, 22, 23, 24, 25] {
+        let seed = 2000 + log_n as u64;
+        let input = random_reprs(seed, 1 << log_n);
+        let mut buf = stream.upload(&input).unwrap();
+        engine.ntt(stream, &mut [buf.as_view_mut()]).unwrap();
+        let mid = stream.download(&buf).unwrap();
+        assert_ne!(
+            mid[1..9],
+            input[1..9],
+            "ntt changed nothing, 2^{log_n}, seed {seed}"
+        );
+        engine.intt(stream, &mut [buf.as_view_mut()]).unwrap();
+        assert!(
+            stream.download(&buf).unwrap() == input,
+            "intt∘ntt, 2^{log_n}, seed {seed}"
+        );
+        engine.coset_ntt(stream, &mut [buf.as_view_mut()]).unwrap();
+        engine.coset_intt(stream, &mut [buf.as_view_mut()]).unwrap();
+        assert!(
+            stream.download(&buf).unwrap() == input,
+            "coset_intt∘coset_ntt, 2^{log_n}, seed {seed}"
+        );
+    }
+}
+
+/// Checks a few outputs of a large forward, coset and inverse transform by direct evaluation.
+fn spot_check(log_n: u32, positions: usize) {
+    let (engine, stream) = engine();
+    let seed = 3000 + log_n as u64;
+    let n = 1usize << log_n;
+    let input = random_reprs(seed, n);
+    let coeffs = to_scalars(&input);
+    let omega = root_of_unity(log_n).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let picks: Vec<usize> = (0..positions)
+        .map(|_| rng.gen_range(0..n))
+        .chain([0, n - 1])
+        .collect();
+
+    let mut buf = stream.upload(&input).unwrap();
+    let t = Instant::now();
+    engine.ntt(stream, &mut [buf.as_view_mut()]).unwrap();
+    let evals = download(stream, &buf);
+    eprintln!(
+        "2^{log_n}: ntt + download {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    for &k in &picks {
+        let want = evaluate(&coeffs, omega.pow_vartime([k as u64]));
+        assert!(evals[k] == want, "ntt 2^{log_n} output {k}, seed {seed}");
+    }
+    // The inverse of the evaluations is the input again, and spot values of an inverse of
+    // arbitrary data are x_i = (1/n)·Σ X_k ω^(-ik).
+    engine.intt(stream, &mut [buf.as_view_mut()]).unwrap();
+    assert!(
+        stream.download(&buf).unwrap() == input,
+        "intt∘ntt 2^{log_n}, seed {seed}"
+    );
+    let n_inv = Scalar::from(n as u64).invert().unwrap();
+    let mut buf = stream.upload(&input).unwrap();
+    engine.intt(stream, &mut [buf.as_view_mut()]).unwrap();
+    let inv = download(stream, &buf);
+    let omega_inv = omega.invert().unwrap();
+    for &i in picks.iter().take(2) {
+        assert!(
+            inv[i] == evaluate(&coeffs, omega_inv.pow_vartime([i as u64])) * n_inv,
+            "intt 2^{log_n} output {i}, seed {seed}"
+        );
+    }
+    let mut buf = stream.upload(&input).unwrap();
+    engine.coset_ntt(stream, &mut [buf.as_view_mut()]).unwrap();
+    let coset = download(stream, &buf);
+    let g = cuzk_field::consts::COSET_GENERATOR;
+    for &k in picks.iter().take(2) {
+        assert!(
+            coset[k] == evaluate(&coeffs, g * omega.pow_vartime([k as u64])),
+            "coset_ntt 2^{log_n} output {k}, seed {seed}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_spot_checks_at_2_24() {
+    spot_check(24, 4);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_spot_checks_at_2_27() {
+    spot_check(27, 3);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_groth16_h_matches_cpu_reference() {
+    let (engine, stream) = engine();
+    for log_n in (1..=16u32).chain([20]) {
+        let seed = 4000 + log_n as u64;
+        let d = Domain::new(log_n).unwrap();
+        let host: Vec<Vec<FrRepr>> = (0..3)
+            .map(|i| random_reprs(seed * 10 + i, d.size()))
+            .collect();
+        let [mut a, mut b, mut c] = [0, 1, 2].map(|i| stream.upload(&host[i]).unwrap());
+        engine
+            .groth16_h(
+                stream,
+                &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
+            )
+            .unwrap();
+        let [mut ra, mut rb, mut rc] = [0, 1, 2].map(|i| to_scalars(&host[i]));
+        d.h_quotient(&mut ra, &mut rb, &mut rc).unwrap();
+        assert_same(
+            &download(stream, &a),
+            &ra,
+            &format!("groth16_h 2^{log_n}, seed {seed}"),
+        );
+    }
+}
+
+/// `p(τ)` for the polynomial p of degree < n whose evaluations on ⟨ω⟩ are `evals`, by the
+/// barycentric formula `p(τ) = (τ^n − 1)/n · Σ evals[i]·ω^i/(τ − ω^i)`.
+fn eval_from_evaluations(evals: &[Scalar], omega: Scalar, tau: Scalar) -> Scalar {
+    const CHUNK: usize = 1 << 14;
+    let n = evals.len();
+    let sum: Scalar = evals
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(j, chunk)| {
+            let mut w = omega.pow_vartime([(j * CHUNK) as u64]);
+            let mut ws = Vec::with_capacity(chunk.len());
+            let mut den = Vec::with_capacity(chunk.len());
+            for _ in chunk {
+                ws.push(w);
+                den.push(tau - w);
+                w *= omega;
+            }
+            // Batch inversion: one field inversion per chunk.
+            let mut prefix = Vec::with_capacity(den.len());
+            let mut acc = Scalar::ONE;
+            for x in &den {
+                prefix.push(acc);
+                acc *= x;
+            }
+            let mut inv = acc.invert().unwrap();
+            let mut s = Scalar::ZERO;
+            for i in (0..den.len()).rev() {
+                let di = inv * prefix[i];
+                inv *= den[i];
+                s += chunk[i] * ws[i] * di;
+            }
+            s
+        })
+        .reduce(|| Scalar::ZERO, |x, y| x + y);
+    let tn = tau.pow_vartime([n as u64]) - Scalar::ONE;
+    sum * tn * Scalar::from(n as u64).invert().unwrap()
+}
+
+/// At 2^24, too large to recompute on the CPU: with C = A∘B on the domain the quotient is
+/// exact, so `H(τ)·Z(τ) = A(τ)·B(τ) − C(τ)` at a random τ, and H has degree below n − 1.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_groth16_h_at_2_24_divides_exactly() {
+    let (engine, stream) = engine();
+    let log_n = 24;
+    let seed = 5024;
+    let n = 1usize << log_n;
+    let a = to_scalars(&random_reprs(seed, n));
+    let b = to_scalars(&random_reprs(seed + 1, n));
+    let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| *x * y).collect();
+    let [mut da, mut db, mut dc] = [&a, &b, &c].map(|v| stream.upload(&to_reprs(v)).unwrap());
+    engine
+        .groth16_h(
+            stream,
+            &mut [da.as_view_mut(), db.as_view_mut(), dc.as_view_mut()],
+        )
+        .unwrap();
+    let h = download(stream, &da);
+    assert!(h[n - 1].is_zero_vartime(), "deg H < n − 1, seed {seed}");
+    let omega = root_of_unity(log_n).unwrap();
+    let tau = Scalar::random(ChaCha20Rng::seed_from_u64(seed));
+    let z = tau.pow_vartime([n as u64]) - Scalar::ONE;
+    let lhs = evaluate(&h, tau) * z;
+    let rhs = eval_from_evaluations(&a, omega, tau) * eval_from_evaluations(&b, omega, tau)
+        - eval_from_evaluations(&c, omega, tau);
+    assert!(lhs == rhs, "H·Z = A·B − C at τ, 2^{log_n}, seed {seed}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_bad_inputs_are_refused_by_name() {
+    let (engine, stream) = engine();
+    let mut a = stream.alloc_zeroed::<FrRepr>(8).unwrap();
+    let mut b = stream.alloc_zeroed::<FrRepr>(16).unwrap();
+    let mut odd = stream.alloc_zeroed::<FrRepr>(12).unwrap();
+    let mut one = stream.alloc_zeroed::<FrRepr>(1).unwrap();
+    let err = engine
+        .ntt(stream, &mut [a.as_view_mut(), b.as_view_mut()])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            NttError::LengthMismatch {
+                index: 1,
+                expected: 8,
+                got: 16
+            }
+        ),
+        "{err}"
+    );
+    let err = engine.intt(stream, &mut [odd.as_view_mut()]).unwrap_err();
+    assert!(matches!(err, NttError::NotPowerOfTwo { len: 12 }), "{err}");
+    let err = engine
+        .coset_ntt(stream, &mut [one.as_view_mut()])
+        .unwrap_err();
+    assert!(matches!(err, NttError::TooSmall { log_n: 0, .. }), "{err}");
+    assert!(matches!(
+        engine.ntt(stream, &mut []).unwrap_err(),
+        NttError::EmptyBatch
+    ));
+}
+
+/// Both block sizes of the pass kernels compute the same transforms.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_block_sizes_agree() {
+    let (big, stream) = engine();
+    let small = NttEngine::new(big.device()).unwrap();
+    small.set_block_log(10).unwrap();
+    assert!(matches!(
+        small.set_block_log(12),
+        Err(NttError::BlockSize { block_log: 12, .. })
+    ));
+    for log_n in [3u32, 9, 12, 17, 20, 23] {
+        let seed = 6000 + log_n as u64;
+        let input = random_reprs(seed, 1 << log_n);
+        let mut x = stream.upload(&input).unwrap();
+        let mut y = stream.upload(&input).unwrap();
+        big.ntt(stream, &mut [x.as_view_mut()]).unwrap();
+        small.ntt(stream, &mut [y.as_view_mut()]).unwrap();
+        assert!(
+            stream.download(&x).unwrap() == stream.download(&y).unwrap(),
+            "ntt 2^{log_n}, seed {seed}"
+        );
+        big.coset_intt(stream, &mut [x.as_view_mut()]).unwrap();
+        small.coset_intt(stream, &mut [y.as_view_mut()]).unwrap();
+        assert!(
+            stream.download(&x).unwrap() == stream.download(&y).unwrap(),
+            "coset_intt 2^{log_n}, seed {seed}"
+        );
+        // And the small blocks against the CPU reference where that is cheap.
+        if log_n <= 17 {
+            let d = Domain::new(log_n).unwrap();
+            let mut want = to_scalars(&input);
+            d.ntt(&mut want).unwrap();
+            d.coset_intt(&mut want).unwrap();
+            assert_same(
+                &download(stream, &y),
+                &want,
+                &format!("small blocks 2^{log_n}, seed {seed}"),
+            );
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! NTT over Fr: the pass kernels of `crates/cuzk-ntt/src/plan.rs` (DIF and DIT), bit reversal,
+//! the tiny-size transform, the Groth16 H step's pointwise kernel, and arithmetic checks.
+//!
+//! The plan module documents the decomposition and holds a CPU model of these kernels, line for
+//! line; keep the two in step. Exported names: cuzk_ntt_*.
+#include "ntt/fr_arith.cuh"
+
+namespace cuzk {
+namespace ntt {
+
+// Mirrors `PassInfo` in crates/cuzk-ntt/src/gpu/launch.rs.
+struct PassInfo {
+    uint32_t log_n;
+    uint32_t s_lo;             // lowest index bit of the pass; lines are 2^s_lo apart
+    uint32_t bits;             // stages in the pass (3..10 for the pass kernels)
+    uint32_t log_lines;        // lines per block, log2
+    uint32_t num_groups;       // blocks' worth of lines per vector
+    uint32_t flags;            // FLAG_* below
+    uint32_t factor_lo_bits;   // split of the pass-factor table
+    uint32_t scale_lo_bits;    // split of the scale table
+};
+
+constexpr uint32_t FLAG_FACTOR = 1;        // the pass has factors (s_lo > 0)
+constexpr uint32_t FLAG_FACTOR_SPLIT = 2;  // ... from two tables
+constexpr uint32_t FLAG_SCALE_CONST = 4;   // multiply by scale_lo[0]
+constexpr uint32_t FLAG_SCALE_POWERS = 8;  // multiply by scale_lo[i & mask] · scale_hi[i >> bits]
+constexpr uint32_t FLAG_DIT = 16;          // tiny kernel only: DIT instead of DIF
+
+__device__ __forceinline__ fr_t load_global(const fr_t* p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    const uint4 x = q[0], y = q[1];
+    fr_t r;
+    r.val[0] = x.x; r.val[1] = x.y; r.val[2] = x.z; r.val[3] = x.w;
+    r.val[4] = y.x; r.val[5] = y.y; r.val[6] = y.z; r.val[7] = y.w;
+    return r;
+}
+
+// Tables are read-only for the kernel's lifetime: the non-coherent path caches them in L1.
+__device__ __forceinline__ fr_t load_table(const fr_t* p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    const uint4 x = __ldg(q), y = __ldg(q + 1);
+    fr_t r;
+    r.val[0] = x.x; r.val[1] = x.y; r.val[2] = x.z; r.val[3] = x.w;
+    r.val[4] = y.x; r.val[5] = y.y; r.val[6] = y.z; r.val[7] = y.w;
+    return r;
+}
+
+__device__ __forceinline__ void store_global(fr_t* p, const fr_t& v) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+    q[0] = make_uint4(v.val[0], v.val[1], v.val[2], v.val[3]);
+    q[1] = make_uint4(v.val[4], v.val[5], v.val[6], v.val[7]);
+}
+
+__device__ __forceinline__ uint32_t rev_bits(uint32_t x, uint32_t bits) {
+    return bits == 0 ? 0u : __brev(x) >> (32 - bits);
+}
+
+// Radix (log2) of round q of a pass of `bits` stages: 3 first, the rest split evenly
+// (plan::rounds).
+__device__ __forceinline__ uint32_t round_radix(uint32_t q, uint32_t bits) {
+    if (q == 0) return bits < 3 ? bits : 3;
+    const uint32_t rest = bits - 3, parts = (rest + 2) / 3;
+    return rest / parts + ((q - 1) < rest % parts ? 1u : 0u);
+}
+
+__device__ __forceinline__ uint32_t num_rounds(uint32_t bits) {
+    return bits <= 3 ? 1u : 1u + (bits - 3 + 2) / 3;
+}
+
+// plan::round_position: the three register bits inserted into the thread index at bit b.
+__device__ __forceinline__ uint32_t round_position(uint32_t theta, uint32_t j, uint32_t b) {
+    const uint32_t lo = theta & ((1u << b) - 1);
+    return ((theta >> b) << (b + 3)) | (j << b) | lo;
+}
+
+// plan::smem_index: lines interleaved in strided passes, swizzled so that every round's accesses
+// hit distinct banks.
+__device__ __forceinline__ uint32_t smem_index(const PassInfo& p, uint32_t g, uint32_t pos) {
+    const uint32_t x = p.s_lo == 0 ? (g << p.bits) | pos : (pos << p.log_lines) | g;
+    const uint32_t sw = (((x >> 5) & 1) * 0x09u) ^ (((x >> 6) & 1) * 0x12u) ^ (((x >> 7) & 1) * 0x1cu);
+    return x ^ sw;
+}
+
+__device__ __forceinline__ void butterfly_dif(fr_t& a, fr_t& b) {
+    const fr_t s = add_mod(a, b);
+    b = sub_mod(a, b);
+    a = s;
+}
+
+__device__ __forceinline__ void butterfly_dit(fr_t& a, fr_t& b) {
+    const fr_t d = sub_mod(a, b);
+    a = add_mod(a, b);
+    b = d;
+}
+
+// The twiddles of a radix-8/4 group: primitive 8th and 4th roots from the pass's root table.
+struct GroupRoots {
+    const fr_t* roots;
+    uint32_t bits;
+    __device__ __forceinline__ fr_t w8(uint32_t i) const { return load_table(roots + (i << (bits - 3))); }
+    __device__ __forceinline__ fr_t w4() const { return load_table(roots + (1u << (bits - 2))); }
+};
+
+// Natural order in, bit-reversed out (plan::model::dif_group).
+__device__ __forceinline__ void dif8(fr_t v[8], const GroupRoots& w) {
+    butterfly_dif(v[0], v[4]);
+    butterfly_dif(v[1], v[5]);
+    v[5] = mont_mul(v[5], w.w8(1));
+    butterfly_dif(v[2], v[6]);
+    v[6] = mont_mul(v[6], w.w4());
+    butterfly_dif(v[3], v[7]);
+    v[7] = mont_mul(v[7], w.w8(3));
+    butterfly_dif(v[0], v[2]);
+    butterfly_dif(v[1], v[3]);
+    v[3] = mont_mul(v[3], w.w4());
+    butterfly_dif(v[4], v[6]);
+    butterfly_dif(v[5], v[7]);
+    v[7] = mont_mul(v[7], w.w4());
+    butterfly_dif(v[0], v[1]);
+    butterfly_dif(v[2], v[3]);
+    butterfly_dif(v[4], v[5]);
+    butterfly_dif(v[6], v[7]);
+}
+
+__device__ __forceinline__ void dif4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, const GroupRoots& w) {
+    butterfly_dif(x0, x2);
+    butterfly_dif(x1, x3);
+    x3 = mont_mul(x3, w.w4());
+    butterfly_dif(x0, x1);
+    butterfly_dif(x2, x3);
+}
+
+// Bit-reversed in, natural out: the transpose of dif8.
+__device__ __forceinline__ void dit8(fr_t v[8], const GroupRoots& w) {
+    butterfly_dit(v[0], v[1]);
+    butterfly_dit(v[2], v[3]);
+    butterfly_dit(v[4], v[5]);
+    butterfly_dit(v[6], v[7]);
+    butterfly_dit(v[0], v[2]);
+    v[3] = mont_mul(v[3], w.w4());
+    butterfly_dit(v[1], v[3]);
+    butterfly_dit(v[4], v[6]);
+    v[7] = mont_mul(v[7], w.w4());
+    butterfly_dit(v[5], v[7]);
+    butterfly_dit(v[0], v[4]);
+    v[5] = mont_mul(v[5], w.w8(1));
+    butterfly_dit(v[1], v[5]);
+    v[6] = mont_mul(v[6], w.w4());
+    butterfly_dit(v[2], v[6]);
+    v[7] = mont_mul(v[7], w.w8(3));
+    butterfly_dit(v[3], v[7]);
+}
+
+__device__ __forceinline__ void dit4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, const GroupRoots& w) {
+    butterfly_dit(x0, x1);
+    butterfly_dit(x2, x3);
+    butterfly_dit(x0, x2);
+    x3 = mont_mul(x3, w.w4());
+    butterfly_dit(x1, x3);
+}
+
+template <bool DIT>
+__device__ __forceinline__ void round_butterflies(fr_t v[8], uint32_t r, const GroupRoots& w) {
+    if (r == 3) {
+        if (DIT) dit8(v, w); else dif8(v, w);
+    } else if (r == 2) {
+        if (DIT) {
+            dit4(v[0], v[1], v[2], v[3], w);
+            dit4(v[4], v[5], v[6], v[7], w);
+        } else {
+            dif4(v[0], v[1], v[2], v[3], w);
+            dif4(v[4], v[5], v[6], v[7], w);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j += 2) {
+            if (DIT) butterfly_dit(v[j], v[j + 1]); else butterfly_dif(v[j], v[j + 1]);
+        }
+    }
+}
+
+// The four-step factors between rounds (plan::model::round_factor): register j of thread theta
+// in the round of base b and radix 2^r is multiplied by ω_(2^bits)^((theta mod 2^b)·rev_r(j mod
+// 2^r)·2^(bits-b-r)).
+__device__ __forceinline__ void round_factors(fr_t v[8], uint32_t r, uint32_t b, uint32_t theta,
+                                              const fr_t* roots, uint32_t bits) {
+    const uint32_t theta_lo = theta & ((1u << b) - 1);
+    const uint32_t shift = bits - b - r;
+    const uint32_t mask = (1u << r) - 1;
+    // Each twiddle is loaded one product ahead, so its latency hides behind the product before.
+    fr_t next = load_table(roots + ((theta_lo * rev_bits(1 & mask, r)) << shift));
+#pragma unroll
+    for (uint32_t j = 1; j < 8; ++j) {
+        const fr_t tw = next;
+        if (j < 7) next = load_table(roots + ((theta_lo * rev_bits((j + 1) & mask, r)) << shift));
+        if ((j & mask) != 0) v[j] = mont_mul(v[j], tw);
+    }
+}
+
+// Moves the block's elements from one round's register layout to the next through shared
+// memory: one 32-bit plane per limb, so every access is a conflict-free word access.
+__device__ __forceinline__ void exchange(fr_t v[8], uint32_t* smem, const PassInfo& p, uint32_t g,
+                                         uint32_t theta, uint32_t b_from, uint32_t b_to) {
+    const uint32_t plane = 1u << (p.bits + p.log_lines);
+    __syncthreads();  // the previous round's (or group's) readers are done
+#pragma unroll
+    for (uint32_t j = 0; j < 8; ++j) {
+        const uint32_t i = smem_index(p, g, round_position(theta, j, b_from));
+#pragma unroll
+        for (int l = 0; l < 8; ++l) smem[l * plane + i] = v[j].val[l];
+    }
+    __syncthreads();
+#pragma unroll
+    for (uint32_t j = 0; j < 8; ++j) {
+        const uint32_t i = smem_index(p, g, round_position(theta, j, b_to));
+#pragma unroll
+        for (int l = 0; l < 8; ++l) v[j].val[l] = smem[l * plane + i];
+    }
+}
+
+// The pass factor ω_(2^s_hi)^e, from one table or the product of two.
+__device__ __forceinline__ fr_t pass_factor(uint32_t e, const fr_t* lo, const fr_t* hi, const PassInfo& p) {
+    const fr_t f = load_table(lo + (e & ((1u << p.factor_lo_bits) - 1)));
+    if (p.flags & FLAG_FACTOR_SPLIT) return mont_mul(f, load_table(hi + (e >> p.factor_lo_bits)));
+    return f;
+}
+
+// The scale of the element at global position `pos_global` (which holds coefficient
+// rev(pos_global)): c or c·g^rev(pos_global).
+__device__ __forceinline__ fr_t scale_value(uint32_t pos_global, const fr_t* lo, const fr_t* hi,
+                                            const PassInfo& p) {
+    if (p.flags & FLAG_SCALE_CONST) return load_table(lo);
+    const uint32_t idx = rev_bits(pos_global, p.log_n);
+    const fr_t a = load_table(lo + (idx & ((1u << p.scale_lo_bits) - 1)));
+    return mont_mul(a, load_table(hi + (idx >> p.scale_lo_bits)));
+}
+
+__device__ __forceinline__ fr_t* pick(fr_t* v0, fr_t* v1, fr_t* v2) {
+    return blockIdx.y == 0 ? v0 : (blockIdx.y == 1 ? v1 : v2);
+}
+
+// One pass (plan::model::run_pass), for passes of 3..10 stages. Each block loops over groups
+// of lines (a persistent grid); blockIdx.y picks the vector.
+template <bool DIT>
+__device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const fr_t* factor_lo,
+                                            const fr_t* factor_hi, const fr_t* scale_lo,
+                                            const fr_t* scale_hi, const PassInfo& p) {
+    extern __shared__ uint32_t smem[];
+    const uint32_t bits = p.bits;
+    const uint32_t per_line = bits - 3;
+    const uint32_t t = threadIdx.x;
+    uint32_t g, theta;
+    if (p.s_lo == 0) {
+        theta = t & ((1u << per_line) - 1);
+        g = t >> per_line;
+    } else {
+        g = t & ((1u << p.log_lines) - 1);
+        theta = t >> p.log_lines;
+    }
+    const uint32_t s_hi = p.s_lo + bits;
+    const uint32_t rounds = num_rounds(bits);
+    const GroupRoots w{roots, bits};
+    const bool scaled = p.s_lo == 0 && (p.flags & (FLAG_SCALE_CONST | FLAG_SCALE_POWERS));
+
+#pragma unroll 1
+    for (uint32_t grp = blockIdx.x; grp < p.num_groups; grp += gridDim.x) {
+        const uint32_t line = (grp << p.log_lines) | g;
+        const uint32_t i_low = line & ((1u << p.s_lo) - 1);
+        const uint32_t i_high = line >> p.s_lo;
+        fr_t* base = data + (((size_t)i_high << s_hi) | i_low);
+        fr_t v[8];
+        if (!DIT) {
+            uint32_t b = bits - 3;
+#pragma unroll
+            for (uint32_t j = 0; j < 8; ++j)
+                v[j] = load_global(base + ((size_t)round_position(theta, j, b) << p.s_lo));
+            b = bits;
+#pragma unroll 1
+            for (uint32_t q = 0; q < rounds; ++q) {
+                const uint32_t r = round_radix(q, bits);
+                const uint32_t prev = b;
+                b -= r;
+                if (q > 0) exchange(v, smem, p, g, theta, prev, b);
+                round_butterflies<false>(v, r, w);
+                if (b > 0) round_factors(v, r, b, theta, roots, bits);
+            }
+            if (p.flags & FLAG_FACTOR) {
+                // Factors loaded one product ahead, as in round_factors.
+                fr_t next = pass_factor(i_low * rev_bits(theta << 3, bits), factor_lo, factor_hi, p);
+#pragma unroll
+                for (uint32_t j = 0; j < 8; ++j) {
+                    const fr_t f = next;
+                    if (j < 7) next = pass_factor(i_low * rev_bits((theta << 3) | (j + 1), bits), factor_lo, factor_hi, p);
+                    v[j] = mont_mul(v[j], f);
+                }
+            }
+#pragma unroll
+            for (uint32_t j = 0; j < 8; ++j) {
+                const uint32_t pos = (theta << 3) | j;
+                if (scaled) v[j] = mont_mul(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
+                store_global(base + ((size_t)pos << p.s_lo), v[j]);
+            }
+        } else {
+#pragma unroll
+            for (uint32_t j = 0; j < 8; ++j) {
+                const uint32_t pos = (theta << 3) | j;
+                v[j] = load_global(base + ((size_t)pos << p.s_lo));
+                if (scaled) v[j] = mont_mul(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
+                if (p.flags & FLAG_FACTOR)
+                    v[j] = mont_mul(v[j], pass_factor(i_low * rev_bits(pos, bits), factor_lo, factor_hi, p));
+            }
+            uint32_t b = 0;
+#pragma unroll 1
+            for (int q = (int)rounds - 1; q >= 0; --q) {
+                const uint32_t r = round_radix((uint32_t)q, bits);
+                if (q < (int)rounds - 1) {
+                    const uint32_t next = b + round_radix((uint32_t)q + 1, bits);
+                    exchange(v, smem, p, g, theta, b, next);
+                    b = next;
+                }
+                if (b > 0) round_factors(v, r, b, theta, roots, bits);
+                round_butterflies<true>(v, r, w);
+            }
+#pragma unroll
+            for (uint32_t j = 0; j < 8; ++j)
+                store_global(base + ((size_t)round_position(theta, j, bits - 3) << p.s_lo), v[j]);
+        }
+    }
+}
+
+}  // namespace ntt
+}  // namespace cuzk
+
+
+
+// Pass kernels: (v0, v1, v2, roots, factor_lo, factor_hi, scale_lo, scale_hi, info); gridDim.y
+// vectors (at most 3) of 2^log_n elements each; blocks of 128 or 256 threads; dynamic shared
+// memory 32·2^(bits+log_lines) bytes. At most 128 registers per thread keep 256 threads' worth
+// of blocks twice on every SM (a few words spill); more registers would halve that.
+#define CUZK_NTT_PASS(NAME, DIT)                                                                   \
+    extern "C" __global__ void __launch_bounds__(256, 2)                                           \
+        NAME(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots, const fr_t* factor_lo,               \
+             const fr_t* factor_hi, const fr_t* scale_lo, const fr_t* scale_hi,                    \
+             cuzk::ntt::PassInfo info) {                                                           \
+        cuzk::ntt::pass_kernel<DIT>(cuzk::ntt::pick(v0, v1, v2), roots, factor_lo, factor_hi,      \
+                                    scale_lo, scale_hi, info);                                     \
+    }
+CUZK_NTT_PASS(cuzk_ntt_dif_pass, false)
+CUZK_NTT_PASS(cuzk_ntt_dit_pass, true)
+#undef CUZK_NTT_PASS
+
+// Whole transforms of 2 or 4 elements (too short for the pass kernels), one thread per vector,
+// with the pass kernels' semantics: DIF takes natural order to bit-reversed and scales after,
+// DIT takes bit-reversed to natural and scales before.
+extern "C" __global__ void cuzk_ntt_tiny(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots,
+                                         const fr_t* scale_lo, const fr_t* scale_hi, cuzk::ntt::PassInfo p) {
+    using namespace cuzk::ntt;
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    fr_t* data = pick(v0, v1, v2);
+    const uint32_t n = 1u << p.log_n;
+    const bool dit = p.flags & FLAG_DIT;
+    const bool scaled = p.flags & (FLAG_SCALE_CONST | FLAG_SCALE_POWERS);
+    fr_t x[4], y[4];
+    for (uint32_t i = 0; i < n; ++i) {
+        x[i] = data[i];
+        if (dit && scaled) x[i] = mont_mul(x[i], scale_value(i, scale_lo, scale_hi, p));
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        fr_t acc = cuzk::zero<fr_t>();
+        for (uint32_t i = 0; i < n; ++i) {
+            // DIF: output position k holds X[rev(k)]; DIT: input position i holds x[rev(i)].
+            const uint32_t e = dit ? (rev_bits(i, p.log_n) * k) & (n - 1) : (i * rev_bits(k, p.log_n)) & (n - 1);
+            acc = add_mod(acc, mont_mul(x[i], load_table(roots + e)));
+        }
+        y[k] = acc;
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        if (!dit && scaled) y[k] = mont_mul(y[k], scale_value(k, scale_lo, scale_hi, p));
+        data[k] = y[k];
+    }
+}
+
+// In-place bit-reversal permutation of 2^log_n elements, element by element (small sizes).
+extern "C" __global__ void cuzk_ntt_bitrev(fr_t* v0, fr_t* v1, fr_t* v2, uint32_t log_n) {
+    using namespace cuzk::ntt;
+    fr_t* data = pick(v0, v1, v2);
+    const uint32_t n = 1u << log_n;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const uint32_t j = rev_bits(i, log_n);
+        if (i < j) {
+            const fr_t a = load_global(data + i), b = load_global(data + j);
+            store_global(data + i, b);
+            store_global(data + j, a);
+        }
+    }
+}
+
+// In-place bit reversal for log_n >= 8 in 16x16 tiles: index (a, m, c) with 4-bit a and c
+// maps to (rev c, rev m, rev a), so tile m and tile rev(m) swap with a transpose, and both are
+// read and written in runs of 16 consecutive elements. 256 threads, one element per thread per
+// tile.
+extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_bitrev_tiled(fr_t* v0, fr_t* v1, fr_t* v2,
+                                                                         uint32_t log_n) {
+    using namespace cuzk::ntt;
+    // [limb][row][column], rows padded to 17 words so transposed reads spread over the banks.
+    __shared__ uint32_t ta[8][16][17];
+    __shared__ uint32_t tb[8][16][17];
+    fr_t* data = pick(v0, v1, v2);
+    const uint32_t mid = log_n - 8;
+    const uint32_t a = threadIdx.x >> 4, c = threadIdx.x & 15;
+    const uint32_t ra = rev_bits(a, 4), rc = rev_bits(c, 4);
+#pragma unroll 1
+    for (uint32_t m = blockIdx.x; m < (1u << mid); m += gridDim.x) {
+        const uint32_t m2 = rev_bits(m, mid);
+        if (m2 < m) continue;  // the pair is handled from its smaller tile
+        const size_t row = (size_t)a << (log_n - 4);
+        const fr_t xa = load_global(data + (row | (m << 4) | c));
+        const fr_t xb = load_global(data + (row | (m2 << 4) | c));
+#pragma unroll
+        for (int l = 0; l < 8; ++l) {
+            ta[l][a][c] = xa.val[l];
+            tb[l][a][c] = xb.val[l];
+        }
+        __syncthreads();
+        fr_t ya, yb;
+#pragma unroll
+        for (int l = 0; l < 8; ++l) {
+            ya.val[l] = tb[l][rc][ra];  // position (a, m, c) takes old (rev c, rev m, rev a)
+            yb.val[l] = ta[l][rc][ra];
+        }
+        store_global(data + (row | (m << 4) | c), ya);
+        if (m2 != m) store_global(data + (row | (m2 << 4) | c), yb);
+        __syncthreads();  // before the next tile overwrites ta and tb
+    }
+}
+
+// The H step's pointwise part on coset evaluations: a[i] = a[i]·b[i] - c[i] (the division by
+// Z(g·ω^i) = g^n - 1, a constant, is folded into the inverse transform that follows).
+extern "C" __global__ void cuzk_ntt_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n) {
+    using namespace cuzk::ntt;
+    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count()) {
+        const fr_t x = mont_mul(load_global(a + i), load_global(b + i));
+        store_global(a + i, sub_mod(x, load_global(c + i)));
+    }
+}
+
+// Checks and measures the NTT's arithmetic: out[i] = a[i]·b[i] (or a[i]+b[i], a[i]-b[i]) by the
+// specialised code (which = 0..2) or by the generic field code (which = 3..5), repeated `iters`
+// times as x ← x∘b[i] so that a timed run is dominated by the arithmetic.
+extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* b, uint64_t n,
+                                          uint32_t which, uint32_t iters) {
+    using namespace cuzk::ntt;
+    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count()) {
+        fr_t x = load_global(a + i);
+        const fr_t y = load_global(b + i);
+#pragma unroll 1
+        for (uint32_t it = 0; it < iters; ++it) {
+            switch (which) {
+                case 0: x = mont_mul(x, y); break;
+                case 1: x = add_mod(x, y); break;
+                case 2: x = sub_mod(x, y); break;
+                case 3: x = cuzk::mul(x, y); break;
+                case 4: x = cuzk::add(x, y); break;
+                default: x = cuzk::sub(x, y); break;
+            }
+        }
+        store_global(out + i, x);
+    }
+}
