@@ -6,12 +6,14 @@
 //! r itself: r ≡ 1 (mod 2^32) and r's second 32-bit limb is 2^32 − 1. Then each of the eight
 //! reduction rounds needs no multiplication to find its quotient digit (m = −t0) and none for
 //! the two lowest limbs of m·r, which turn into additions: 112 instead of 136 32-bit products
-//! per multiplication. The CPU model in
-//! crates/cuzk-ntt/src/plan/model.rs follows this algorithm, carry flag and all, against blstrs;
-//! the GPU tests check it against blstrs and against the generic code.
+//! per multiplication. `mont_mul` runs fr_mont.cuh's form (two accumulators that swap roles
+//! between rounds); `mont_mul_folded` is the earlier form (folded every round), which the CPU
+//! model in crates/cuzk-ntt/src/plan/model.rs follows, carry flag and all, against blstrs. The
+//! GPU tests check `mont_mul` against blstrs and against the generic code.
 #pragma once
 
 #include "field/bls12_381.cuh"
+#include "ntt/fr_mont.cuh"
 
 namespace cuzk {
 namespace ntt {
@@ -52,14 +54,16 @@ __device__ __forceinline__ fr_t reduce_once(const uint32_t t[8]) {
 }
 
 // a·b·2^-256 mod r for a, b < r: CIOS, operand scanning, with the even and odd limbs of a in
-// separate carry chains so that no chain has to carry into a limb another chain writes.
+// separate carry chains so that no chain has to carry into a limb another chain writes, the two
+// folded together every round. Superseded by `mont_mul`; kept as the measured baseline
+// (cuzk_ntt_arith, which = 6).
 //
 // Every product stays in multiply-add carry chains (mad.lo.cc / madc.hi.cc), which ptxas
 // partly fuses into IMAD.WIDE.X. Measured on the H200 (cuzk-bench ntt, 2026-11-29): this form
 // runs 52 G products/s; moving the reduction's products to 64-bit multiplies summed on the ALU
 // (fewer multiply-pipe instructions, more ALU ones) ran 44.5 G/s: a 64-bit IMAD.WIDE costs the
 // multiply pipe about as much as two 32-bit ones, so only fewer 32x32 products help.
-__device__ __forceinline__ fr_t mont_mul(const fr_t& a, const fr_t& b) {
+__device__ __forceinline__ fr_t mont_mul_folded(const fr_t& a, const fr_t& b) {
     const uint32_t* x = a.val;
     uint32_t e0, e1, e2, e3, e4, e5, e6, e7, e8;
     uint32_t o0, o1, o2, o3, o4, o5, o6, o7;
@@ -159,6 +163,17 @@ __device__ __forceinline__ fr_t mont_mul(const fr_t& a, const fr_t& b) {
 #undef CUZK_ROUND
 
     const uint32_t t[8] = {e0, e1, e2, e3, e4, e5, e6, e7};
+    return reduce_once(t);
+}
+
+// a·b·2^-256 mod r for a, b < r (fr_mont.cuh: the two accumulators swap roles between rounds
+// instead of being folded together each round, as mont_mul_folded does). Measured on the H200
+// (2026-11-29): the same 53.2 G/s as mont_mul_folded with 16 blocks of 256 threads per SM, 51.6
+// against 50.5 G/s with the NTT passes' 2 blocks per SM, and about 5% off every NTT size (fewer
+// ALU instructions: ptxas counts 16.0 k instead of 16.8 k in the DIF pass kernel).
+__device__ __forceinline__ fr_t mont_mul(const fr_t& a, const fr_t& b) {
+    uint32_t t[8];
+    mont::mul_2r(t, a.val, b.val);
     return reduce_once(t);
 }
 

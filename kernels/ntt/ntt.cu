@@ -445,8 +445,8 @@ extern "C" __global__ void cuzk_ntt_h_pointwise(fr_t* a, const fr_t* b, const fr
 }
 
 // Checks and measures the NTT's arithmetic: out[i] = a[i]·b[i] (or a[i]+b[i], a[i]-b[i]) by the
-// specialised code (which = 0..2) or by the generic field code (which = 3..5), repeated `iters`
-// times as x ← x∘b[i] so that a timed run is dominated by the arithmetic.
+// specialised code (which = 0..2) or by the generic field code (which = 3..5), or (which = 6)
+// a·b by the earlier per-round-fold multiply, mont_mul_folded; repeated `iters` times as x ← x∘b[i] so that a timed run is dominated by the arithmetic.
 extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* b, uint64_t n,
                                           uint32_t which, uint32_t iters) {
     using namespace cuzk::ntt;
@@ -461,6 +461,7 @@ extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* 
                 case 2: x = sub_mod(x, y); break;
                 case 3: x = cuzk::mul(x, y); break;
                 case 4: x = cuzk::add(x, y); break;
+                case 6: x = mont_mul_folded(x, y); break;
                 default: x = cuzk::sub(x, y); break;
             }
         }
