@@ -1,6 +1,7 @@
 //! cuzk's automation, run as `cargo xtask <command>`: tests, e2e, benchmarks, kernels, bundle.
 
 mod bundle;
+mod e2e;
 mod gpu_test;
 mod kernels;
 mod nvcc;
@@ -28,7 +29,8 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', requires = "gpu")]
         arch: Vec<String>,
     },
-    /// Prove the sample circuits end to end and print a timing table.
+    /// Start cuzk-daemon, prove the sample circuits over gRPC, verify every proof
+    /// independently, print a timing table, and stop the daemon with SIGTERM.
     E2e,
     /// Run a benchmark suite: `cpu` compares cuzk's CPU prover with bellperson's.
     Bench {
@@ -50,10 +52,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Test { gpu: false, .. } => test(),
         Cmd::Test { gpu: true, arch } => gpu_test::run(&arch),
-        Cmd::E2e => util::cargo(
-            &["run", "--package", "cuzk-tests", "--bin", "cuzk-e2e"],
-            &[],
-        ),
+        Cmd::E2e => e2e::run(),
         Cmd::Bench { suite, args } => {
             let mut argv = vec!["run", "--release", "--package", "cuzk-bench", "--", &suite];
             argv.extend(args.iter().map(String::as_str));

@@ -224,6 +224,8 @@ impl Core {
     fn on_proved(&mut self, done: ProveDone) {
         let now = Instant::now();
         self.proving -= 1;
+        // Under the same lock as the count above: memory and count change together.
+        drop(done.reservation);
         let lane = &mut self.lanes[done.lane];
         if let Some(since) = lane.busy_since.take() {
             lane.busy += now - since;

@@ -61,11 +61,14 @@ pub(crate) struct ProveTask {
     pub span: tracing::Span,
 }
 
-/// A lane's report; the partition's memory is already released.
+/// A lane's report. The witness is already freed; the reservation comes back with it and
+/// is released by the dispatcher as it counts the partition done, so that no snapshot sees
+/// the memory free while the partition still counts as proving.
 pub(crate) struct ProveDone {
     pub lane: usize,
     pub job: JobId,
     pub partition: usize,
+    pub reservation: Reservation,
     pub outcome: Result<Proof, JobError>,
     pub prove: Duration,
     pub verify: Duration,

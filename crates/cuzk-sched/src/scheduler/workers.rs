@@ -102,8 +102,8 @@ pub(crate) fn lane_loop(
             let _enter = span.enter();
             prove(&*backend, lane, &task, verify, &mut times)
         };
-        // Witness, then its reservation, go before the report, so that the memory is free
-        // by the time the dispatcher looks for the next partition to admit.
+        // The witness goes before the report, so that its memory is free by the time the
+        // dispatcher admits the next partition; the reservation travels with the report.
         let ProveTask {
             job,
             partition,
@@ -112,11 +112,11 @@ pub(crate) fn lane_loop(
             ..
         } = task;
         drop(witness);
-        drop(reservation);
         let done = ProveDone {
             lane: index,
             job,
             partition,
+            reservation,
             outcome,
             prove: times.prove,
             verify: times.verify,

@@ -1,0 +1,224 @@
+//! `cuzk bench`: a load generator. Sends `jobs` requests with at most `c` in flight, for
+//! each `c` of a sweep, and reports per-phase times, s/proof and latency percentiles.
+
+use crate::client::{Client, Target};
+use crate::report::{sweep_table, Run, Sample};
+use crate::request::RequestSpec;
+use anyhow::{ensure, Result};
+use clap::Args;
+use cuzk_daemon::proto::{await_proof_response, ProveRequest, SubmitProofRequest};
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// `cuzk bench` options.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Requests in flight at once; several values (`-c 1,2,4`) sweep them.
+    #[arg(
+        short = 'c',
+        long = "concurrency",
+        value_delimiter = ',',
+        default_value = "1"
+    )]
+    pub concurrency: Vec<usize>,
+    /// Requests per concurrency level.
+    #[arg(short = 'j', long = "jobs", default_value_t = 8)]
+    pub jobs: usize,
+    /// Skip the first, unmeasured request (which pays the circuit's setup).
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// What to prove (default: synthetic-porep with log2_constraints=14).
+    #[command(flatten)]
+    pub request: RequestSpec,
+}
+
+/// Runs the benchmark and prints its tables.
+pub async fn run(target: &Target, args: &BenchArgs) -> Result<()> {
+    ensure!(args.jobs > 0, "-j must be at least 1");
+    ensure!(
+        args.concurrency.iter().all(|&c| c > 0),
+        "-c values must be at least 1"
+    );
+    let mut spec = args.request.resolve()?;
+    if spec.is_empty() {
+        spec.circuit = Some("synthetic-porep".into());
+        spec.fields.insert("log2_constraints".into(), 14);
+    }
+    let base = spec.to_submit()?;
+    let client = target.client().await?;
+    eprintln!("bench: {} against {}", spec.label(), target.uri);
+    if !args.no_warmup {
+        eprintln!("warm-up request (not measured)…");
+        let warm = one(client.clone(), request(&base, u64::MAX)).await;
+        ensure!(warm.0.ok, "the warm-up request failed: {}", warm.1);
+    }
+    let mut runs = Vec::new();
+    let mut seed = 0;
+    for &c in &args.concurrency {
+        let run = level(&client, &base, c, args.jobs, &mut seed).await;
+        crate::emit(&format!(
+            "\n{} (c={c})\n\n{}\n{}\n",
+            spec.label(),
+            run.phase_table(),
+            run.summary()
+        ));
+        runs.push(run);
+    }
+    if runs.len() > 1 {
+        crate::emit(&format!(
+            "\nsweep: {}\n\n{}",
+            spec.label(),
+            sweep_table(&runs)
+        ));
+    }
+    let failed: usize = runs.iter().map(Run::failed).sum();
+    ensure!(failed == 0, "{failed} request(s) failed");
+    Ok(())
+}
+
+/// Request `i`: the base with a distinct seed where the circuit takes one, so that every
+/// proof is of new inputs, not a repeat.
+fn request(base: &SubmitProofRequest, i: u64) -> SubmitProofRequest {
+    let mut r = base.clone();
+    if r.circuit == "synthetic-porep" {
+        let seed = r.circuit_fields.get("seed").copied().unwrap_or(0);
+        r.circuit_fields
+            .insert("seed".into(), seed.wrapping_add(i.wrapping_mul(1 << 20)));
+    }
+    r
+}
+
+async fn level(
+    client: &Client,
+    base: &SubmitProofRequest,
+    concurrency: usize,
+    jobs: usize,
+    seed: &mut u64,
+) -> Run {
+    let gate = Arc::new(Semaphore::new(concurrency));
+    let started = Instant::now();
+    let mut set = JoinSet::new();
+    for _ in 0..jobs {
+        let (client, r, gate) = (client.clone(), request(base, *seed), Arc::clone(&gate));
+        *seed += 1;
+        set.spawn(async move {
+            // At most `concurrency` requests are in flight; the rest wait here.
+            let _permit = gate.acquire_owned().await.expect("never closed");
+            one(client, r).await
+        });
+    }
+    let mut samples = Vec::new();
+    let mut first_error = None;
+    let progress = Progress::new(concurrency, jobs);
+    while let Some(done) = set.join_next().await {
+        if let Ok((sample, error)) = done {
+            if !sample.ok && first_error.is_none() {
+                first_error = Some(error);
+            }
+            samples.push(sample);
+        }
+        progress.show(
+            samples.len(),
+            samples.iter().filter(|s| !s.ok).count(),
+            started.elapsed(),
+        );
+    }
+    progress.finish();
+    if let Some(e) = first_error {
+        eprintln!("first failure: {e}");
+    }
+    Run {
+        concurrency,
+        samples,
+        wall: started.elapsed(),
+    }
+}
+
+/// Sends one request with Prove; the error text is empty on success.
+async fn one(mut client: Client, submit: SubmitProofRequest) -> (Sample, String) {
+    let t = Instant::now();
+    let reply = client
+        .prove(ProveRequest {
+            submit: Some(submit),
+        })
+        .await;
+    let latency = t.elapsed();
+    match reply.map(|r| r.into_inner().result.unwrap_or_default()) {
+        Ok(r) if r.status() == await_proof_response::Status::Completed => (
+            Sample {
+                ok: true,
+                proofs: r.partitions.max(1),
+                latency,
+                phases: [
+                    r.queue_wait_ms,
+                    r.srs_load_ms,
+                    r.synthesis_ms,
+                    r.gpu_compute_ms,
+                    r.verify_ms,
+                    r.total_ms,
+                ],
+            },
+            String::new(),
+        ),
+        Ok(r) => (
+            Sample {
+                latency,
+                ..Sample::default()
+            },
+            format!("job {} {:?}: {}", r.job_id, r.status(), r.error_message),
+        ),
+        Err(status) => (
+            Sample {
+                latency,
+                ..Sample::default()
+            },
+            format!("{:?}: {}", status.code(), status.message()),
+        ),
+    }
+}
+
+/// A one-line progress bar on stderr (redrawn in place on a terminal, one line per update
+/// otherwise, so logs stay readable).
+struct Progress {
+    concurrency: usize,
+    jobs: usize,
+    terminal: bool,
+}
+
+impl Progress {
+    fn new(concurrency: usize, jobs: usize) -> Progress {
+        Progress {
+            concurrency,
+            jobs,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&self, done: usize, failed: usize, elapsed: Duration) {
+        const WIDTH: usize = 30;
+        let filled = WIDTH * done / self.jobs.max(1);
+        let line = format!(
+            "c={} [{}{}] {done}/{} done, {failed} failed, {:.1} s",
+            self.concurrency,
+            "#".repeat(filled),
+            ".".repeat(WIDTH - filled),
+            self.jobs,
+            elapsed.as_secs_f64()
+        );
+        let mut err = std::io::stderr();
+        let _ = if self.terminal {
+            write!(err, "\r{line}")
+        } else {
+            writeln!(err, "{line}")
+        };
+    }
+
+    fn finish(&self) {
+        if self.terminal {
+            eprintln!();
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! A proving request from command-line flags or a TOML file (flags win), in the daemon's
+//! wire form.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use cuzk_daemon::proto::{Priority, ProofKind, SubmitProofRequest};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What to prove. Either a registered circuit (`--circuit`) with its inputs, or a Filecoin
+/// proof kind (`--proof-kind`) with its vanilla proof.
+#[derive(Args, Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSpec {
+    /// A TOML file with these same keys (flags given as well override it).
+    #[arg(long = "request", value_name = "FILE")]
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
+    /// A circuit registered in the daemon: sha256, synthetic-porep.
+    #[arg(long)]
+    pub circuit: Option<String>,
+    /// A named integer input, `name=value` (repeatable), e.g. log2_constraints=14.
+    #[arg(long = "field", value_name = "NAME=VALUE", value_parser = parse_field)]
+    #[serde(skip)]
+    pub field_flags: Vec<(String, u64)>,
+    /// Named integer inputs (in a request file: a `[fields]` table).
+    #[arg(skip)]
+    #[serde(default)]
+    pub fields: BTreeMap<String, u64>,
+    /// The circuit's input bytes in hex (the preimage for sha256).
+    #[arg(long)]
+    pub input_hex: Option<String>,
+    /// A file whose bytes are the circuit's input.
+    #[arg(long)]
+    pub input_file: Option<PathBuf>,
+    /// A Filecoin proof kind: POREP_SEAL_COMMIT, SNAP_DEALS_UPDATE, WINDOW_POST_PARTITION,
+    /// WINNING_POST.
+    #[arg(long)]
+    pub proof_kind: Option<String>,
+    /// The vanilla proof file (a PoRep C1 output).
+    #[arg(long)]
+    pub vanilla_proof_file: Option<PathBuf>,
+    /// Sector size in bytes.
+    #[arg(long)]
+    pub sector_size: Option<u64>,
+    /// Numeric registered proof type.
+    #[arg(long)]
+    pub registered_proof: Option<u64>,
+    /// Sector number.
+    #[arg(long)]
+    pub sector_number: Option<u64>,
+    /// Miner id.
+    #[arg(long)]
+    pub miner_id: Option<u64>,
+    /// low, normal, high or critical.
+    #[arg(long)]
+    pub priority: Option<String>,
+    /// Fail the job if not done this many milliseconds after submission.
+    #[arg(long)]
+    pub deadline_ms: Option<u64>,
+}
+
+fn parse_field(text: &str) -> Result<(String, u64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    let value = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{value:?} is not a non-negative integer"))?;
+    Ok((name.trim().to_string(), value))
+}
+
+impl RequestSpec {
+    /// The request file (if any) with these flags on top.
+    pub fn resolve(&self) -> Result<RequestSpec> {
+        let mut spec = match &self.file {
+            None => RequestSpec::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let mut spec: RequestSpec =
+                    toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+                // Paths in a request file are relative to the file.
+                let base = path.parent().unwrap_or(Path::new("."));
+                for p in [&mut spec.input_file, &mut spec.vanilla_proof_file]
+                    .into_iter()
+                    .flatten()
+                {
+                    *p = base.join(&*p);
+                }
+                spec
+            }
+        };
+        macro_rules! take {
+            ($($f:ident),*) => { $( if self.$f.is_some() { spec.$f = self.$f.clone(); } )* };
+        }
+        take!(
+            circuit,
+            input_hex,
+            input_file,
+            proof_kind,
+            vanilla_proof_file,
+            sector_size,
+            registered_proof,
+            sector_number,
+            miner_id,
+            priority,
+            deadline_ms
+        );
+        spec.fields.extend(self.fields.clone());
+        spec.fields.extend(self.field_flags.iter().cloned());
+        Ok(spec)
+    }
+
+    /// Whether anything says what to prove.
+    pub fn is_empty(&self) -> bool {
+        self.circuit.is_none() && self.proof_kind.is_none()
+    }
+
+    /// The wire request.
+    pub fn to_submit(&self) -> Result<SubmitProofRequest> {
+        let mut r = SubmitProofRequest {
+            circuit: self.circuit.clone().unwrap_or_default(),
+            circuit_fields: self.fields.clone().into_iter().collect(),
+            sector_size: self.sector_size.unwrap_or(0),
+            registered_proof: self.registered_proof.unwrap_or(0),
+            sector_number: self.sector_number.unwrap_or(0),
+            miner_id: self.miner_id.unwrap_or(0),
+            deadline_ms: self.deadline_ms.unwrap_or(0),
+            ..SubmitProofRequest::default()
+        };
+        r.circuit_inputs = match (&self.input_hex, &self.input_file) {
+            (Some(_), Some(_)) => bail!("give --input-hex or --input-file, not both"),
+            (Some(hex), None) => decode_hex(hex)?,
+            (None, Some(path)) => {
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+            }
+            (None, None) => Vec::new(),
+        };
+        if let Some(kind) = &self.proof_kind {
+            let kind = ProofKind::from_str_name(&kind.to_ascii_uppercase())
+                .with_context(|| format!("unknown proof kind {kind:?}"))?;
+            r.proof_kind = kind.into();
+        }
+        if let Some(path) = &self.vanilla_proof_file {
+            r.vanilla_proof =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        }
+        if let Some(p) = &self.priority {
+            let p = Priority::from_str_name(&p.to_ascii_uppercase())
+                .with_context(|| format!("unknown priority {p:?} (low, normal, high, critical)"))?;
+            r.priority = p.into();
+        }
+        Ok(r)
+    }
+
+    /// A short description for tables.
+    pub fn label(&self) -> String {
+        match (&self.circuit, &self.proof_kind) {
+            (Some(c), _) if c == "synthetic-porep" => {
+                let log = self.fields.get("log2_constraints").copied().unwrap_or(0);
+                let parts = self.fields.get("partitions").copied().unwrap_or(1);
+                format!("synthetic-porep 2^{log} ×{parts}")
+            }
+            (Some(c), _) => c.clone(),
+            (None, Some(k)) => k.clone(),
+            (None, None) => "?".into(),
+        }
+    }
+}
+
+fn decode_hex(text: &str) -> Result<Vec<u8>> {
+    let text = text.trim();
+    if !text.len().is_multiple_of(2) {
+        bail!("--input-hex needs an even number of digits");
+    }
+    let digit = |b: u8| char::from(b).to_digit(16).context("--input-hex is not hex");
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("req.toml");
+        std::fs::write(
+            &file,
+            "circuit = \"synthetic-porep\"\npriority = \"low\"\n[fields]\nlog2_constraints = 10\nseed = 4\n",
+        )
+        .unwrap();
+        let flags = RequestSpec {
+            file: Some(file),
+            priority: Some("high".into()),
+            field_flags: vec![("log2_constraints".into(), 12)],
+            ..RequestSpec::default()
+        };
+        let spec = flags.resolve().unwrap();
+        let r = spec.to_submit().unwrap();
+        assert_eq!(r.circuit, "synthetic-porep");
+        assert_eq!(r.circuit_fields["log2_constraints"], 12);
+        assert_eq!(r.circuit_fields["seed"], 4);
+        assert_eq!(r.priority(), Priority::High);
+        assert_eq!(spec.label(), "synthetic-porep 2^12 ×1");
+    }
+
+    #[test]
+    fn kinds_hex_and_fields_are_checked() {
+        let spec = RequestSpec {
+            proof_kind: Some("porep_seal_commit".into()),
+            input_hex: Some("6162".into()),
+            ..RequestSpec::default()
+        };
+        let r = spec.to_submit().unwrap();
+        assert_eq!(r.proof_kind(), ProofKind::PorepSealCommit);
+        assert_eq!(r.circuit_inputs, b"ab");
+        let bad = RequestSpec {
+            proof_kind: Some("nope".into()),
+            ..RequestSpec::default()
+        };
+        assert!(bad.to_submit().is_err());
+        assert_eq!(parse_field("seed=3"), Ok(("seed".into(), 3)));
+        assert!(parse_field("seed").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! The edge between the wire and the scheduler: requests in, statuses and responses out.
+//! Every scheduler error gets its gRPC code here and nowhere else.
+
+use crate::proto::{
+    await_proof_response, AwaitProofResponse, Priority, ProofKind, SubmitProofRequest,
+};
+use cuzk_sched::{Inputs, JobError, JobOutput, Request, SubmitError};
+use std::time::Duration;
+use tonic::Status;
+
+/// The registry name a Filecoin proof kind is served under, once its crate registers it.
+pub fn filecoin_kind_name(kind: ProofKind) -> Option<&'static str> {
+    match kind {
+        ProofKind::Unspecified => None,
+        ProofKind::PorepSealCommit => Some("porep-seal-commit"),
+        ProofKind::SnapDealsUpdate => Some("snap-deals-update"),
+        ProofKind::WindowPostPartition => Some("window-post-partition"),
+        ProofKind::WinningPost => Some("winning-post"),
+    }
+}
+
+/// Reads a submission into a scheduler request. `registered` says whether a kind name is
+/// registered, so that a Filecoin kind this daemon cannot prove yet is UNIMPLEMENTED (a
+/// capability gap) rather than INVALID_ARGUMENT (a caller's mistake).
+pub fn to_request(
+    submit: SubmitProofRequest,
+    registered: impl Fn(&str) -> bool,
+) -> Result<Request, Status> {
+    let kind = ProofKind::try_from(submit.proof_kind).map_err(|_| {
+        Status::invalid_argument(format!("unknown proof_kind value {}", submit.proof_kind))
+    })?;
+    let priority = match Priority::try_from(submit.priority) {
+        Ok(Priority::Unspecified | Priority::Normal) => cuzk_sched::Priority::Normal,
+        Ok(Priority::Low) => cuzk_sched::Priority::Low,
+        Ok(Priority::High) => cuzk_sched::Priority::High,
+        Ok(Priority::Critical) => cuzk_sched::Priority::Critical,
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown priority value {}",
+                submit.priority
+            )))
+        }
+    };
+    let mut request = if !submit.circuit.is_empty() {
+        if kind != ProofKind::Unspecified {
+            return Err(Status::invalid_argument(format!(
+                "the request names both proof_kind {} and circuit {:?}; name one",
+                kind.as_str_name(),
+                submit.circuit
+            )));
+        }
+        let inputs = Inputs {
+            bytes: submit.circuit_inputs,
+            fields: submit.circuit_fields.into_iter().collect(),
+        };
+        Request::new(submit.circuit, inputs)
+    } else {
+        let Some(name) = filecoin_kind_name(kind) else {
+            return Err(Status::invalid_argument(
+                "the request names no proof_kind and no circuit",
+            ));
+        };
+        if !registered(name) {
+            return Err(Status::unimplemented(format!(
+                "proof kind {} is not supported by this daemon yet",
+                kind.as_str_name()
+            )));
+        }
+        // The Filecoin kinds read the vanilla proof and the sector's numbers; zeros are
+        // proto3's "unset", so only set values are passed on.
+        let mut inputs = Inputs::from_bytes(submit.vanilla_proof);
+        for (field, value) in [
+            ("sector_size", submit.sector_size),
+            ("registered_proof", submit.registered_proof),
+            ("sector_number", submit.sector_number),
+            ("miner_id", submit.miner_id),
+            ("partition_index", u64::from(submit.partition_index)),
+        ] {
+            if value != 0 {
+                inputs = inputs.with_field(field, value);
+            }
+        }
+        Request::new(name, inputs)
+    };
+    request = request.with_priority(priority);
+    if submit.deadline_ms > 0 {
+        request = request.with_timeout(Duration::from_millis(submit.deadline_ms));
+    }
+    Ok(request)
+}
+
+/// The status of a refused submission.
+pub fn submit_status(error: &SubmitError) -> Status {
+    let message = error.to_string();
+    match error {
+        SubmitError::UnknownKind { .. } | SubmitError::InvalidInput { .. } => {
+            Status::invalid_argument(message)
+        }
+        SubmitError::TooLarge { .. } | SubmitError::QueueFull { .. } => {
+            Status::resource_exhausted(message)
+        }
+        SubmitError::ShuttingDown => Status::unavailable(message),
+    }
+}
+
+/// Whole milliseconds, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The response for a job that produced its proofs.
+pub fn completed(job_id: &str, output: &JobOutput, verifying_key: Vec<u8>) -> AwaitProofResponse {
+    let t = &output.timings;
+    AwaitProofResponse {
+        job_id: job_id.to_string(),
+        status: await_proof_response::Status::Completed.into(),
+        proof: output.proof_bytes(),
+        error_message: String::new(),
+        queue_wait_ms: millis(t.queue_wait),
+        srs_load_ms: millis(t.setup),
+        synthesis_ms: millis(t.synthesis),
+        gpu_compute_ms: millis(t.prove),
+        total_ms: millis(t.total),
+        circuit_key: output.circuit_key.clone(),
+        verifying_key,
+        partitions: u32::try_from(output.proofs.len()).unwrap_or(u32::MAX),
+        verify_ms: millis(t.verify),
+        verified: output.verified,
+    }
+}
+
+/// The response for a job that ended without proofs: CANCELLED for a cancellation, FAILED
+/// for everything else (deadline and shutdown included), with the reason.
+pub fn failed(job_id: &str, error: &JobError, total: Duration) -> AwaitProofResponse {
+    let status = match error {
+        JobError::Cancelled { .. } => await_proof_response::Status::Cancelled,
+        _ => await_proof_response::Status::Failed,
+    };
+    AwaitProofResponse {
+        job_id: job_id.to_string(),
+        status: status.into(),
+        error_message: error.to_string(),
+        total_ms: millis(total),
+        ..AwaitProofResponse::default()
+    }
+}
+
+/// Reads a job id as the daemon writes it (decimal).
+pub fn job_id(text: &str) -> Result<u64, Status> {
+    text.trim().parse().map_err(|_| {
+        Status::invalid_argument(format!("job_id {text:?} is not one this daemon issued"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    fn submit() -> SubmitProofRequest {
+        SubmitProofRequest::default()
+    }
+
+    #[test]
+    fn circuits_and_kinds_map_to_requests_or_codes() {
+        let r = to_request(
+            SubmitProofRequest {
+                circuit: "synthetic-porep".into(),
+                circuit_fields: [("log2_constraints".to_string(), 8)].into(),
+                priority: Priority::High.into(),
+                deadline_ms: 1000,
+                ..submit()
+            },
+            |_| false,
+        )
+        .unwrap();
+        assert_eq!(r.kind, "synthetic-porep");
+        assert_eq!(r.inputs.fields["log2_constraints"], 8);
+        assert_eq!(r.priority, cuzk_sched::Priority::High);
+        assert!(r.deadline.is_some());
+
+        let code = |s: SubmitProofRequest| to_request(s, |_| false).unwrap_err().code();
+        assert_eq!(code(submit()), Code::InvalidArgument);
+        let porep = SubmitProofRequest {
+            proof_kind: ProofKind::PorepSealCommit.into(),
+            ..submit()
+        };
+        let err = to_request(porep.clone(), |_| false).unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented);
+        assert!(err.message().contains("POREP_SEAL_COMMIT"));
+        assert_eq!(
+            to_request(porep, |_| true).unwrap().kind,
+            "porep-seal-commit"
+        );
+        assert_eq!(
+            code(SubmitProofRequest {
+                proof_kind: 42,
+                ..submit()
+            }),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            code(SubmitProofRequest {
+                proof_kind: ProofKind::WinningPost.into(),
+                circuit: "sha256".into(),
+                ..submit()
+            }),
+            Code::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn refusals_get_their_codes() {
+        let full = SubmitError::QueueFull { limit: 3 };
+        assert_eq!(submit_status(&full).code(), Code::ResourceExhausted);
+        let unknown = SubmitError::UnknownKind {
+            kind: "x".into(),
+            known: vec!["sha256".into()],
+        };
+        assert_eq!(submit_status(&unknown).code(), Code::InvalidArgument);
+        assert!(submit_status(&unknown).message().contains("sha256"));
+        assert_eq!(
+            submit_status(&SubmitError::ShuttingDown).code(),
+            Code::Unavailable
+        );
+        assert_eq!(job_id(" 17 ").unwrap(), 17);
+        assert_eq!(job_id("abc").unwrap_err().code(), Code::InvalidArgument);
+    }
+}

@@ -1,0 +1,234 @@
+//! Running the daemon: bind first (so a taken port fails at once), start the scheduler,
+//! serve gRPC, health and metrics, log "ready", and on a signal drain in order: refuse new
+//! work, stop accepting connections, settle the jobs, deliver their answers, exit.
+
+use crate::auth::BearerAuth;
+use crate::config::{hex, BackendChoice, Settings};
+use crate::engine::Engine;
+use crate::error::StartError;
+use crate::proto::proving_engine_server::ProvingEngineServer;
+use crate::service::ProvingService;
+use cuzk_mem::Bytes;
+use cuzk_sched::{Backend, CpuBackend, Inputs, Registry, Scheduler};
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tonic::codegen::http;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::Server;
+
+/// After the jobs are settled, how long connections get to take their last answers.
+const DELIVERY_GRACE: Duration = Duration::from_secs(10);
+
+/// The daemon's sockets, bound before anything else starts.
+#[derive(Debug)]
+pub struct Listeners {
+    grpc: TcpListener,
+    metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the gRPC address and, if configured, the metrics address. A taken port is an
+    /// error naming the address, returned before any other start-up work.
+    pub fn bind(settings: &Settings) -> Result<Listeners, StartError> {
+        let bind = |what, addr: SocketAddr| {
+            let listener = TcpListener::bind(addr).map_err(|source| StartError::Bind {
+                what,
+                addr,
+                source,
+            })?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|source| StartError::Bind { what, addr, source })?;
+            Ok::<_, StartError>(listener)
+        };
+        Ok(Listeners {
+            grpc: bind("gRPC", settings.listen)?,
+            metrics: settings
+                .metrics_listen
+                .map(|addr| bind("metrics", addr))
+                .transpose()?,
+        })
+    }
+
+    /// The bound gRPC address (its real port when the configuration asked for port 0).
+    pub fn grpc_addr(&self) -> std::io::Result<SocketAddr> {
+        self.grpc.local_addr()
+    }
+}
+
+/// Serves until `shutdown` resolves (to the name of what asked for it), then drains and
+/// returns. Must run inside a tokio runtime.
+pub async fn run(
+    settings: Settings,
+    listeners: Listeners,
+    shutdown: impl Future<Output = &'static str>,
+) -> Result<(), StartError> {
+    let budget = settings.host_budget.budget()?;
+    let scheduler = Arc::new(Scheduler::start(
+        settings.scheduler.clone(),
+        backend(&settings),
+        Registry::with_builtins(),
+        budget,
+    )?);
+    preload(&scheduler, &settings).await?;
+    let engine = Arc::new(Engine::new(
+        Arc::clone(&scheduler),
+        settings.scheduler.finished_history,
+    ));
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<ProvingEngineServer<ProvingService>>()
+        .await;
+    let limit = settings.max_message_size;
+    let proving = ProvingEngineServer::new(ProvingService::new(Arc::clone(&engine)))
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(limit);
+    let auth = BearerAuth::new(settings.auth_token.clone());
+    let proving = InterceptedService::new(proving, auth.clone());
+
+    let (stop, stopped) = watch::channel(false);
+    let grpc_addr = listeners.grpc.local_addr().map_err(StartError::Runtime)?;
+    let incoming =
+        tokio::net::TcpListener::from_std(listeners.grpc).map_err(StartError::Runtime)?;
+    let incoming = TcpIncoming::from(incoming).with_nodelay(Some(true));
+    let mut stop_grpc = stopped.clone();
+    let mut server = tokio::spawn(
+        Server::builder()
+            .layer(tower::util::MapResponseLayer::new(too_large_is_exhausted))
+            .add_service(health_service)
+            .add_service(proving)
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop_grpc.wait_for(|s| *s).await;
+            }),
+    );
+    let mut metrics_addr = String::from("off");
+    let metrics_task = match listeners.metrics {
+        Some(listener) => {
+            metrics_addr = listener
+                .local_addr()
+                .map_err(StartError::Runtime)?
+                .to_string();
+            let listener =
+                tokio::net::TcpListener::from_std(listener).map_err(StartError::Runtime)?;
+            Some(tokio::spawn(crate::http::serve(
+                listener,
+                Arc::clone(&engine),
+                auth,
+                stopped.clone(),
+            )))
+        }
+        None => None,
+    };
+
+    // The listeners are bound and the server task is running: connections queue in the
+    // kernel and are served from here on, so this is the moment to say so.
+    tracing::info!(
+        address = %grpc_addr,
+        metrics = %metrics_addr,
+        backend = scheduler.backend_name(),
+        lanes = %scheduler.lanes(),
+        budget = %Bytes(scheduler.budget().capacity()),
+        parameters = ?scheduler.registry().cached_keys(),
+        circuits = ?scheduler.registry().kind_names(),
+        auth = settings.auth_token.is_some(),
+        pid = std::process::id(),
+        "ready"
+    );
+
+    tokio::select! {
+        signal = shutdown => tracing::info!(signal, grace = ?settings.shutdown_grace, "shutting down: refusing new jobs"),
+        ended = &mut server => {
+            // The server never ends on its own; if it did, say why and stop the jobs.
+            tracing::error!(?ended, "the gRPC server stopped unexpectedly");
+        }
+    }
+    engine.drain();
+    health
+        .set_not_serving::<ProvingEngineServer<ProvingService>>()
+        .await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    // New connections are refused from here; calls in flight (AwaitProof, Prove) go on
+    // and receive their jobs' outcomes below.
+    let _ = stop.send(true);
+    let grace = settings.shutdown_grace;
+    let settle = Arc::clone(&scheduler);
+    let report = tokio::task::spawn_blocking(move || settle.shutdown(grace))
+        .await
+        .unwrap_or_default();
+    tracing::info!(
+        finished = report.finished_in_grace,
+        stopped = report.stopped,
+        "jobs settled"
+    );
+    if !server.is_finished()
+        && tokio::time::timeout(DELIVERY_GRACE, &mut server)
+            .await
+            .is_err()
+    {
+        tracing::warn!("connections still open after {DELIVERY_GRACE:?}; closing them");
+        server.abort();
+    }
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
+    tracing::info!(address = %grpc_addr, "stopped; the port is released");
+    Ok(())
+}
+
+/// The prover backend for the configuration. This build has no GPU backend, so `auto`
+/// resolves to the CPU backend, as it would on a machine without a GPU.
+fn backend(settings: &Settings) -> Arc<dyn Backend> {
+    if settings.backend == BackendChoice::Auto {
+        tracing::info!("backend auto: no GPU backend in this build, proving on the CPU");
+    }
+    Arc::new(CpuBackend::with_lanes(1, settings.workers_per_device))
+}
+
+/// Sets up every `[[preload]]` circuit before ready, so that its first job pays no setup.
+async fn preload(scheduler: &Arc<Scheduler>, settings: &Settings) -> Result<(), StartError> {
+    for p in &settings.preload {
+        let failed = |reason: String| StartError::Preload {
+            circuit: p.circuit.clone(),
+            reason,
+        };
+        let inputs = Inputs {
+            bytes: hex(&p.input_hex).map_err(|e| failed(e.to_string()))?,
+            fields: p.fields.clone(),
+        };
+        let instance = scheduler
+            .registry()
+            .parse(&p.circuit, &inputs)
+            .map_err(|e| failed(e.to_string()))?;
+        let key = instance.circuit_key();
+        tracing::info!(circuit = %key, "preloading parameters");
+        let scheduler = Arc::clone(scheduler);
+        let made = tokio::task::spawn_blocking(move || scheduler.registry().setup(&*instance))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let (_, took) = made.map_err(|e| failed(e.to_string()))?;
+        tracing::info!(circuit = %key, took = ?took, "parameters loaded");
+    }
+    Ok(())
+}
+
+/// tonic answers a request over the size limit with OUT_OF_RANGE; gRPC's status-code
+/// guide asks for RESOURCE_EXHAUSTED, which is also what callers here test for.
+fn too_large_is_exhausted<B>(mut response: http::Response<B>) -> http::Response<B> {
+    let headers = response.headers_mut();
+    let out_of_range = headers.get("grpc-status").map(|v| v.as_bytes()) == Some(b"11");
+    let too_large = headers.get("grpc-message").is_some_and(|m| {
+        let m = m.as_bytes();
+        m.windows(9).any(|w| w == b"too large") || m.windows(11).any(|w| w == b"too%20large")
+    });
+    if out_of_range && too_large {
+        headers.insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    response
+}

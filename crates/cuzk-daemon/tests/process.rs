@@ -1,0 +1,205 @@
+//! The daemon as a process: a taken port, detached start, start-up failures, SIGTERM and
+//! SIGINT (also under load), a second daemon on the same configuration, restart after a
+//! kill. Each spawns the built binary.
+
+mod common;
+
+use common::{accepts, assert_completed, free_port, prove, sha256, synthetic, Launch, TestDaemon};
+use cuzk_daemon::proto::{
+    await_proof_response::Status as Outcome, AwaitProofRequest, GetStatusRequest,
+};
+use nix::sys::signal::Signal;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = "[memory]\nhost_budget = \"2GiB\"\n[server]\nshutdown_grace_secs = 5\n";
+
+/// A configuration with fixed ports, as an operator's file has.
+fn fixed_ports() -> String {
+    format!(
+        "[memory]\nhost_budget = \"2GiB\"\n[server]\nlisten = \"127.0.0.1:{}\"\nmetrics_listen = \"127.0.0.1:{}\"\n",
+        free_port(),
+        free_port()
+    )
+}
+
+#[test]
+fn a_taken_port_fails_at_once_naming_the_address() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let t = Instant::now();
+    let mut d = Launch::new(CONFIG)
+        .args(&["--listen", &addr, "--metrics-listen", ""])
+        .spawn();
+    let status = d.wait_exit(Duration::from_secs(10));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(!status.success());
+    let log = d.log_text();
+    assert!(log.contains(&addr) && log.contains("in use"), "{log}");
+    assert!(!log.contains(" ready "), "{log}");
+}
+
+#[test]
+fn detached_it_logs_ready_serves_ignores_sighup_and_stops_on_sigterm() {
+    let mut d = Launch::new(CONFIG).detached().start();
+    // setsid made it a session leader: its session id is its pid.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", d.pid)).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let session: u32 = after_name
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(session, d.pid, "not in a session of its own: {stat}");
+
+    d.signal(Signal::SIGHUP);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut client = d.client().await;
+        assert_completed(&prove(&mut client, sha256(b"detached")).await);
+    });
+    assert!(d.log_text().contains("SIGHUP ignored"));
+    d.signal(Signal::SIGTERM);
+    assert!(
+        d.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        d.log_text()
+    );
+    assert!(!accepts(d.addr), "the port is still open");
+    TcpListener::bind(d.addr).expect("the port is released");
+}
+
+#[test]
+fn a_detached_start_up_failure_leaves_its_reason_in_the_log() {
+    let bad = format!("{CONFIG}[[preload]]\ncircuit = \"no-such-circuit\"\n");
+    let mut d = Launch::new(&bad).detached().spawn();
+    assert!(!d.wait_exit(Duration::from_secs(30)).success());
+    let log = d.log_text();
+    assert!(
+        log.contains("no-such-circuit") && log.contains("ERROR"),
+        "{log}"
+    );
+
+    let mut d = Launch::new("[server]\nlisten = \"nowhere\"\n")
+        .args(&[])
+        .detached()
+        .spawn();
+    assert!(!d.wait_exit(Duration::from_secs(30)).success());
+    assert!(d.log_text().contains("server.listen"), "{}", d.log_text());
+}
+
+#[test]
+fn sigint_stops_an_idle_daemon_cleanly() {
+    let mut d = Launch::new(CONFIG).start();
+    d.signal(Signal::SIGINT);
+    assert!(
+        d.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        d.log_text()
+    );
+    assert!(d.log_text().contains("signal=\"SIGINT\""));
+    TcpListener::bind(d.addr).expect("the port is released");
+}
+
+#[test]
+fn sigterm_under_load_answers_every_job_and_exits_zero() {
+    // No grace: jobs not done at the signal are stopped, and their callers told so.
+    let config = "[memory]\nhost_budget = \"2GiB\"\n[server]\nshutdown_grace_secs = 0\n";
+    let mut d = Launch::new(config).start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let outcomes = rt.block_on(async {
+        let mut client = d.client().await;
+        let mut waits = Vec::new();
+        for seed in 0..6 {
+            let job = client
+                .submit_proof(synthetic(14, seed, 2))
+                .await
+                .unwrap()
+                .into_inner();
+            let mut c = client.clone();
+            waits.push(tokio::spawn(async move {
+                c.await_proof(AwaitProofRequest {
+                    job_id: job.job_id,
+                    timeout_ms: 0,
+                })
+                .await
+            }));
+        }
+        // Signal once the first job has started, while the rest wait behind it.
+        for _ in 0..1000 {
+            let s = client
+                .get_status(GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            if s.queues.iter().any(|q| q.in_progress > 0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        d.signal(Signal::SIGTERM);
+        let mut outcomes = Vec::new();
+        for w in waits {
+            outcomes.push(
+                w.await
+                    .unwrap()
+                    .expect("every waiting call gets an answer")
+                    .into_inner(),
+            );
+        }
+        outcomes
+    });
+    for r in &outcomes {
+        match r.status() {
+            Outcome::Completed => {}
+            Outcome::Failed => assert!(r.error_message.contains("shutdown"), "{}", r.error_message),
+            other => panic!("job {} ended {other:?}", r.job_id),
+        }
+    }
+    assert!(
+        outcomes.iter().any(|r| r.status() == Outcome::Failed),
+        "the signal came too late to test anything"
+    );
+    assert!(
+        d.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        d.log_text()
+    );
+    TcpListener::bind(d.addr).expect("the port is released");
+}
+
+#[test]
+fn a_second_daemon_on_the_same_configuration_is_refused() {
+    let config = fixed_ports();
+    let first = Launch::new(&config).args(&[]).start();
+    let mut second = Launch::new(&config).args(&[]).spawn();
+    assert!(!second.wait_exit(Duration::from_secs(10)).success());
+    let log = second.log_text();
+    assert!(
+        log.contains(&first.addr.to_string()) && log.contains("in use"),
+        "{log}"
+    );
+    assert!(accepts(first.addr), "the first daemon must be unaffected");
+}
+
+#[test]
+fn a_restart_right_after_a_kill_binds_again() {
+    let config = fixed_ports();
+    let mut first: TestDaemon = Launch::new(&config).args(&[]).start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A live connection at the moment of the kill leaves sockets behind in TIME_WAIT.
+    let _client = rt.block_on(first.client());
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let second = Launch::new(&config).args(&[]).start();
+    assert_eq!(second.addr, first.addr);
+    rt.block_on(async {
+        let mut client = second.client().await;
+        assert_completed(&prove(&mut client, synthetic(8, 0, 1)).await);
+    });
+}
