@@ -2,6 +2,8 @@
 
 mod cpu;
 #[cfg(feature = "cuda")]
+mod gpu_msm;
+#[cfg(feature = "cuda")]
 mod gpu_ntt;
 mod logcap;
 mod stats;
@@ -23,6 +25,9 @@ enum Cmd {
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
+    /// GPU MSM engine (G1, G2, sparse) vs sppark's figures (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Msm(gpu_msm::Args),
 }
 
 fn main() -> Result<()> {
@@ -30,5 +35,7 @@ fn main() -> Result<()> {
         Cmd::Cpu(args) => cpu::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::Msm(args) => gpu_msm::run(&args),
     }
 }

@@ -1,0 +1,425 @@
+//! `cuzk-bench msm`: the GPU MSM engine on device-resident bases (generated on the device from a
+//! seed) with scalars streamed from pinned memory, G1 at 2^20 … 2^27 and G2 at 2^20 … 2^24,
+//! timed as sppark's figures were (wall clock of the whole call, result on the host), against
+//! those figures and the issue's targets; plus device-resident scalars and witness-shaped
+//! sparse scalars, and optionally a sweep of window widths.
+
+use crate::stats::median;
+use anyhow::{ensure, Context, Result};
+use cuzk_cuda::{Device, PinnedBuffer, Stream};
+use cuzk_field::FrRepr;
+use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD};
+use cuzk_msm::testing::{generated_msm, random_scalars, sparse_scalars, to_reprs};
+use cuzk_msm::{digits, MsmCurve, G1, G2};
+use std::time::{Duration, Instant};
+
+/// Options of `cuzk-bench msm`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Timed runs per measurement (after one warm-up); the median is reported. At least 3.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Sizes (log2) of the G1 measurements.
+    #[arg(long, value_delimiter = ',', default_value = "20,22,24,26,27")]
+    g1: Vec<u32>,
+    /// Sizes (log2) of the G2 measurements.
+    #[arg(long, value_delimiter = ',', default_value = "20,22,24")]
+    g2: Vec<u32>,
+    /// log2 size of the witness-shaped sparse G1 measurement (0 skips it).
+    #[arg(long, default_value_t = 27)]
+    sparse: u32,
+    /// log2 size of the device-resident scalars comparison (0 skips it).
+    #[arg(long, default_value_t = 26)]
+    resident: u32,
+    /// Also time every window width near the default at these G1 sizes (log2).
+    #[arg(long, value_delimiter = ',')]
+    sweep_g1: Vec<u32>,
+    /// Also time every window width near the default at these G2 sizes (log2).
+    #[arg(long, value_delimiter = ',')]
+    sweep_g2: Vec<u32>,
+    /// Seed of the bases and scalars.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// sppark on this H200, bases resident, scalars from pinned memory (shared/gpu.md, 2026-11-29).
+fn sppark_ms(group: &str, log_n: u32) -> Option<f64> {
+    match (group, log_n) {
+        ("g1", 20) => Some(22.5),
+        ("g1", 22) => Some(54.7),
+        ("g1", 24) => Some(162.0),
+        ("g1", 26) => Some(568.0),
+        ("g1", 27) => Some(1110.0),
+        ("g2", 20) => Some(49.0),
+        ("g2", 22) => Some(141.0),
+        ("g2", 24) => Some(460.0),
+        _ => None,
+    }
+}
+
+/// The issue's targets.
+fn target_ms(group: &str, log_n: u32) -> Option<f64> {
+    match (group, log_n) {
+        ("g1", 26) => Some(350.0),
+        ("g1", 27) => Some(700.0),
+        ("g2", 24) => Some(300.0),
+        _ => None,
+    }
+}
+
+/// The arithmetic floor: n·⌈256/c⌉ mixed additions at 2.8·10^9 per second for G1 (8M + 2S of
+/// ≈ 600 multiply-adds each at 16.7·10^12 per second), three times that time for G2 (an Fp2
+/// product is three Fp products).
+fn floor_ms(group: &str, log_n: u32) -> f64 {
+    let n = (1u64 << log_n) as f64;
+    let xyzz = if group == "g1" { 192 } else { 384 };
+    let windows = digits::window_count(cuzk_msm::plan::window_bits(1 << log_n, xyzz)) as f64;
+    let per_s = if group == "g1" { 2.8e9 } else { 2.8e9 / 3.0 };
+    n * windows / per_s * 1e3
+}
+
+struct Row {
+    what: String,
+    ours: Duration,
+    sppark: Option<f64>,
+    target: Option<f64>,
+    floor: Option<f64>,
+}
+
+/// Wall time of `work` (which returns once its result is on the host): median of `runs` after
+/// one warm-up.
+fn time(runs: usize, mut work: impl FnMut(usize) -> Result<()>) -> Result<Duration> {
+    debug_assert!(runs > 0);
+    work(usize::MAX)?;
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let t = Instant::now();
+        work(i)?;
+        samples.push(t.elapsed());
+    }
+    Ok(median(&samples))
+}
+
+struct Ctx {
+    device: Device,
+    stream: Stream,
+    engine: MsmEngine,
+    seed: u64,
+    runs: usize,
+}
+
+impl Ctx {
+    /// Times the MSM of the first `n` bases with scalars `pinned[off..off + n]`, a different
+    /// offset each run so that every run sees fresh scalars; checks one result.
+    fn measure<C: MsmCurve>(
+        &self,
+        bases: &Bases<C>,
+        pinned: &PinnedBuffer<FrRepr>,
+        host: &[cuzk_field::Scalar],
+        n: usize,
+        cfg: &MsmConfig,
+    ) -> Result<Duration> {
+        let spare = pinned.len() - n;
+        let offset = |i: usize| {
+            if spare == 0 {
+                0
+            } else {
+                (i.wrapping_mul(7919 * 64)) % spare
+            }
+        };
+        let t = time(self.runs, |i| {
+            let off = offset(i);
+            self.engine.msm_with(
+                &self.stream,
+                bases,
+                Scalars::PinnedRange(pinned, off..off + n),
+                cfg,
+            )?;
+            Ok(())
+        })?;
+        let off = offset(0);
+        let (got, info) = self.engine.msm_with(
+            &self.stream,
+            bases,
+            Scalars::PinnedRange(pinned, off..off + n),
+            &MsmConfig {
+                profile: true,
+                ..*cfg
+            },
+        )?;
+        let want = generated_msm::<C>(&host[off..off + n], self.seed, GEN_POINTS_PER_THREAD);
+        ensure!(
+            got == want,
+            "{} MSM of {n} points disagrees with the check",
+            C::NAME
+        );
+        eprintln!(
+            "    {} n = {n}: {:.3} ms; c = {}, {} chunk(s) × {} pass(es), split {}",
+            C::NAME,
+            t.as_secs_f64() * 1e3,
+            info.plan.bits,
+            info.plan.chunks(n),
+            info.plan.passes(),
+            info.split
+        );
+        for (phase, ms) in &info.phases {
+            eprintln!("      {phase:<28} {ms:>9.3} ms");
+        }
+        Ok(t)
+    }
+
+    fn group<C: MsmCurve>(
+        &self,
+        sizes: &[u32],
+        sweep: &[u32],
+        host: &[cuzk_field::Scalar],
+        pinned: &PinnedBuffer<FrRepr>,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let max = sizes.iter().chain(sweep).copied().max().unwrap_or(0);
+        if sizes.is_empty() && sweep.is_empty() {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let bases = self
+            .engine
+            .generate_bases::<C>(&self.stream, 1 << max, self.seed)?;
+        self.stream.synchronize()?;
+        eprintln!(
+            "==> {} bases 2^{max} generated on the device in {:.2} s",
+            C::NAME,
+            t.elapsed().as_secs_f64()
+        );
+        let dense = MsmConfig {
+            split: Split::Dense,
+            ..MsmConfig::default()
+        };
+        for &log_n in sweep {
+            let n = 1usize << log_n;
+            let default = cuzk_msm::plan::window_bits(n, std::mem::size_of::<C::XyzzRepr>());
+            let mut best = (0, Duration::MAX);
+            for bits in
+                default.saturating_sub(2).max(4)..=(default + 2).min(digits::MAX_WINDOW_BITS)
+            {
+                let cfg = MsmConfig {
+                    window_bits: Some(bits),
+                    ..dense
+                };
+                // One warm-up and two runs: enough to rank widths, cheap enough to sweep.
+                let t = time(2, |_| {
+                    self.engine.msm_with(
+                        &self.stream,
+                        &bases,
+                        Scalars::PinnedRange(pinned, 0..n),
+                        &cfg,
+                    )?;
+                    Ok(())
+                })?;
+                eprintln!(
+                    "    sweep {} 2^{log_n} c = {bits}: {:.3} ms",
+                    C::NAME,
+                    t.as_secs_f64() * 1e3
+                );
+                if t < best.1 {
+                    best = (bits, t);
+                }
+                rows.push(Row {
+                    what: format!("sweep {} 2^{log_n} c = {bits}", C::NAME),
+                    ours: t,
+                    sppark: sppark_ms(C::NAME, log_n),
+                    target: None,
+                    floor: None,
+                });
+            }
+            eprintln!(
+                "    sweep {} 2^{log_n}: best c = {} ({:.3} ms), default {default}",
+                C::NAME,
+                best.0,
+                best.1.as_secs_f64() * 1e3
+            );
+        }
+        for &log_n in sizes {
+            let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &dense)?;
+            rows.push(Row {
+                what: format!("{} 2^{log_n}", C::NAME.to_uppercase()),
+                ours: t,
+                sppark: sppark_ms(C::NAME, log_n),
+                target: target_ms(C::NAME, log_n),
+                floor: Some(floor_ms(C::NAME, log_n)),
+            });
+        }
+        Ok(())
+    }
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    ensure!(
+        args.runs >= 3,
+        "--runs must be at least 3 (got {})",
+        args.runs
+    );
+    let device = Device::open(0).context("opening GPU 0")?;
+    eprintln!("==> {}", device.info());
+    let ctx = Ctx {
+        stream: device.new_stream()?,
+        engine: MsmEngine::new(&device)?,
+        device,
+        seed: args.seed,
+        runs: args.runs,
+    };
+    let max = args
+        .g1
+        .iter()
+        .chain(&args.g2)
+        .chain(&args.sweep_g1)
+        .chain(&args.sweep_g2)
+        .chain([&args.sparse, &args.resident])
+        .copied()
+        .max()
+        .unwrap_or(20);
+    // Spare scalars beyond the largest size give every run a fresh window of them.
+    let total = (1usize << max) + (1 << 20);
+    let t = Instant::now();
+    let mut host = random_scalars(total, args.seed + 1);
+    let mut pinned = ctx.device.alloc_pinned::<FrRepr>(total)?;
+    pinned.as_mut_slice()?.copy_from_slice(&to_reprs(&host));
+    eprintln!(
+        "==> {total} random scalars in pinned memory in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rows = Vec::new();
+    ctx.group::<G1>(&args.g1, &args.sweep_g1, &host, &pinned, &mut rows)?;
+    if args.resident > 0 {
+        rows.extend(resident(&ctx, args, &host, &pinned)?);
+    }
+    ctx.engine.release_workspaces();
+    ctx.group::<G2>(&args.g2, &args.sweep_g2, &host, &pinned, &mut rows)?;
+    ctx.engine.release_workspaces();
+    if args.sparse > 0 {
+        host = sparse_scalars(total, 0.495, 0.495, args.seed + 2);
+        pinned.as_mut_slice()?.copy_from_slice(&to_reprs(&host));
+        rows.extend(sparse(&ctx, args, &host, &pinned, &rows)?);
+    }
+
+    println!();
+    println!(
+        "GPU MSM, {}; bases on the device, scalars streamed from pinned memory unless noted; \
+         wall time of the whole call (result on the host), median of {} runs after warm-up",
+        ctx.device.info(),
+        args.runs
+    );
+    println!("| measurement | cuzk ms | sppark ms | cuzk / sppark | target ms | floor ms |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let ours = r.ours.as_secs_f64() * 1e3;
+        let opt = |v: Option<f64>| v.map_or("-".into(), |s| format!("{s:.1}"));
+        let ratio = r.sppark.map_or("-".into(), |s| format!("{:.2}", ours / s));
+        println!(
+            "| {} | {ours:.2} | {} | {ratio} | {} | {} |",
+            r.what,
+            opt(r.sppark),
+            opt(r.target),
+            opt(r.floor)
+        );
+    }
+    Ok(())
+}
+
+/// G1 at `--resident` with the scalars already on the device, against the pinned figure.
+fn resident(
+    ctx: &Ctx,
+    args: &Args,
+    host: &[cuzk_field::Scalar],
+    pinned: &PinnedBuffer<FrRepr>,
+) -> Result<Vec<Row>> {
+    let log_n = args.resident;
+    let n = 1usize << log_n;
+    let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+    let on_device = ctx.stream.upload(&pinned.as_slice()?[..n])?;
+    let dense = MsmConfig {
+        split: Split::Dense,
+        ..MsmConfig::default()
+    };
+    let t_dev = time(ctx.runs, |_| {
+        ctx.engine
+            .msm_with(&ctx.stream, &bases, Scalars::Device(&on_device), &dense)?;
+        Ok(())
+    })?;
+    let (got, _) = ctx
+        .engine
+        .msm_with(&ctx.stream, &bases, Scalars::Device(&on_device), &dense)?;
+    ensure!(
+        got == generated_msm::<G1>(&host[..n], ctx.seed, GEN_POINTS_PER_THREAD),
+        "device-resident MSM disagrees with the check"
+    );
+    let t_pinned = ctx.measure::<G1>(&bases, pinned, host, n, &dense)?;
+    eprintln!(
+        "    G1 2^{log_n}: device-resident scalars {:.3} ms, pinned {:.3} ms ({:+.1}%)",
+        t_dev.as_secs_f64() * 1e3,
+        t_pinned.as_secs_f64() * 1e3,
+        (t_pinned.as_secs_f64() / t_dev.as_secs_f64() - 1.0) * 100.0
+    );
+    Ok(vec![
+        Row {
+            what: format!("G1 2^{log_n}, scalars device-resident"),
+            ours: t_dev,
+            sppark: None,
+            target: None,
+            floor: Some(floor_ms("g1", log_n)),
+        },
+        Row {
+            what: format!("G1 2^{log_n}, pinned again (≤ +10% target)"),
+            ours: t_pinned,
+            sppark: None,
+            target: Some(t_dev.as_secs_f64() * 1.1e3),
+            floor: None,
+        },
+    ])
+}
+
+/// G1 at `--sparse` with 49.5% zeros, 49.5% ones and 1% random scalars, split and dense.
+fn sparse(
+    ctx: &Ctx,
+    args: &Args,
+    host: &[cuzk_field::Scalar],
+    pinned: &PinnedBuffer<FrRepr>,
+    rows: &[Row],
+) -> Result<Vec<Row>> {
+    let log_n = args.sparse;
+    let n = 1usize << log_n;
+    let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+    let split = ctx.measure::<G1>(&bases, pinned, host, n, &MsmConfig::default())?;
+    let dense_cfg = MsmConfig {
+        split: Split::Dense,
+        ..MsmConfig::default()
+    };
+    let dense = ctx.measure::<G1>(&bases, pinned, host, n, &dense_cfg)?;
+    let random_dense = rows
+        .iter()
+        .find(|r| r.what == format!("G1 2^{log_n}"))
+        .map(|r| r.ours.as_secs_f64() * 1e3);
+    if let Some(d) = random_dense {
+        eprintln!(
+            "    sparse 2^{log_n}: split {:.3} ms = {:.1}x faster than dense random scalars",
+            split.as_secs_f64() * 1e3,
+            d / (split.as_secs_f64() * 1e3)
+        );
+    }
+    Ok(vec![
+        Row {
+            what: format!("G1 2^{log_n} sparse (99% 0/1), 0/1 split"),
+            ours: split,
+            sppark: None,
+            target: random_dense.map(|d| d / 5.0),
+            floor: None,
+        },
+        Row {
+            what: format!("G1 2^{log_n} sparse (99% 0/1), no split"),
+            ours: dense,
+            sppark: None,
+            target: None,
+            floor: None,
+        },
+    ])
+}

@@ -1,0 +1,75 @@
+//! The crate's error type: every variant names the value that was refused.
+
+/// Why a multi-scalar multiplication could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MsmError {
+    /// Bases and scalars must pair up one to one.
+    #[error("{bases} bases but {scalars} scalars: an MSM needs one scalar per base")]
+    LengthMismatch {
+        /// Number of bases given.
+        bases: usize,
+        /// Number of scalars given.
+        scalars: usize,
+    },
+    /// A range of a scalar buffer reaches past its end.
+    #[error("scalar range {start}..{end} is outside the buffer of {len} scalars")]
+    RangeOutOfBounds {
+        /// First scalar of the range.
+        start: usize,
+        /// One past the last scalar of the range.
+        end: usize,
+        /// Scalars in the buffer.
+        len: usize,
+    },
+    /// Point indices travel as 31-bit numbers through the device sort.
+    #[error("{len} points exceed the largest supported MSM of {max} points")]
+    TooLarge {
+        /// Number of points asked for.
+        len: usize,
+        /// The largest supported number.
+        max: usize,
+    },
+    /// Window widths outside the supported range.
+    #[error("window width {bits} bits is outside the supported range {min}..={max}")]
+    BadWindow {
+        /// The width asked for.
+        bits: u32,
+        /// Smallest supported width.
+        min: u32,
+        /// Largest supported width.
+        max: u32,
+    },
+    /// The VRAM allowance cannot hold the buckets of one window and one chunk of one point.
+    #[error(
+        "VRAM allowance of {allowance} bytes is too small: one window and one point need at \
+         least {needed} bytes"
+    )]
+    AllowanceTooSmall {
+        /// The allowance given, in bytes.
+        allowance: usize,
+        /// The least that would do, in bytes.
+        needed: usize,
+    },
+    /// A base uploaded to the device or read back from it is not a curve point.
+    #[error("point {index} is not on the curve: {source}")]
+    NotOnCurve {
+        /// Position of the point (for results: the window).
+        index: usize,
+        /// What the check found.
+        #[source]
+        source: cuzk_field::ReprError,
+    },
+    /// The scalars live on another device than the bases.
+    #[error("bases live on device {bases} but the scalars on device {scalars}")]
+    WrongDevice {
+        /// Device of the bases.
+        bases: usize,
+        /// Device of the scalars.
+        scalars: usize,
+    },
+    /// The CUDA runtime failed (kernel image, launch, copy or allocation).
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] cuzk_cuda::CudaError),
+}

@@ -1,0 +1,543 @@
+//! Every launch of the `cuzk_msm_*` and `cuzk_curve_*` kernels (kernels/msm/, kernels/curve/),
+//! and nothing else: the only `unsafe` in the crate, each block checked against the kernel's
+//! signature and the lengths it relies on.
+#![allow(unsafe_code)] // Kernel launches are unsafe by nature; each one states why it is sound.
+
+use crate::curve::MsmCurve;
+use crate::plan::{SCAN_TILE, SPAN_XYZZ};
+use crate::MsmError;
+use bytemuck::{Pod, Zeroable};
+use cuzk_cuda::{Device, DeviceBuffer, DeviceView, DeviceViewMut, Kernel, LaunchConfig, Stream};
+use cuzk_field::FrRepr;
+
+/// Threads per block of the curve kernels (their `__launch_bounds__`).
+const CURVE_BLOCK: u32 = 128;
+/// Threads per block of the scalar kernels.
+const SCALAR_BLOCK: u32 = 256;
+/// Threads per block of the scan's tile pass (SCAN_BLOCK in kernels/msm/sort.cu).
+const SCAN_BLOCK: u32 = 256;
+/// Threads of the one block that scans the tile sums.
+const SCAN_SUMS_BLOCK: u32 = 1024;
+
+/// Points each thread of the device point generator makes (at most 16, the kernel's limit).
+pub const GEN_POINTS_PER_THREAD: u32 = 16;
+
+/// Mirrors `DigitParams` in kernels/msm/sort.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct DigitParams {
+    pub n: u32,
+    pub base_offset: u32,
+    pub c: u32,
+    pub w_begin: u32,
+    pub w_count: u32,
+    pub flags: u32,
+}
+
+/// `DigitParams::flags`: entry j is point `tail_idx[j]` rather than `base_offset + j`.
+pub(super) const DIGITS_INDEXED: u32 = 1;
+
+/// Mirrors `LevelParams` in kernels/msm/msm.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct LevelParams {
+    m_value: u32,
+    span: u32,
+    key_div: u32,
+    flags: u32,
+    stride: u32,
+}
+
+const LEVEL_KEYS: u32 = 1;
+const LEVEL_M_FROM_PTR: u32 = 2;
+
+/// The curve kernels of one group.
+#[derive(Clone, Debug)]
+pub(super) struct CurveKernels {
+    level_affine: Kernel,
+    level_xyzz: Kernel,
+    bucket_sums: Kernel,
+    gen_points: Kernel,
+}
+
+/// The kernels of the image this engine launches, looked up once.
+#[derive(Clone, Debug)]
+pub(super) struct Kernels {
+    prepare: Kernel,
+    histogram: Kernel,
+    scatter: Kernel,
+    scan_tiles: Kernel,
+    scan_sums: Kernel,
+    scan_add: Kernel,
+    g1: CurveKernels,
+    g2: CurveKernels,
+    /// Blocks of grid-stride launches: a few waves over the SMs.
+    max_grid: u32,
+}
+
+impl Kernels {
+    pub fn load(device: &Device) -> Result<Self, MsmError> {
+        let k = |name: &str| device.kernel(name);
+        let curve = |g: &str| -> Result<CurveKernels, MsmError> {
+            Ok(CurveKernels {
+                level_affine: k(&format!("cuzk_msm_{g}_level_affine"))?,
+                level_xyzz: k(&format!("cuzk_msm_{g}_level_xyzz"))?,
+                bucket_sums: k(&format!("cuzk_msm_{g}_bucket_sums"))?,
+                gen_points: k(&format!("cuzk_curve_{g}_gen_points"))?,
+            })
+        };
+        Ok(Kernels {
+            prepare: k("cuzk_msm_prepare")?,
+            histogram: k("cuzk_msm_histogram")?,
+            scatter: k("cuzk_msm_scatter")?,
+            scan_tiles: k("cuzk_msm_scan_tiles")?,
+            scan_sums: k("cuzk_msm_scan_sums")?,
+            scan_add: k("cuzk_msm_scan_add")?,
+            g1: curve("g1")?,
+            g2: curve("g2")?,
+            max_grid: device.info().sm_count.max(1) * 16,
+        })
+    }
+
+    fn curve<C: MsmCurve>(&self) -> &CurveKernels {
+        if C::NAME == "g1" {
+            &self.g1
+        } else {
+            &self.g2
+        }
+    }
+
+    fn stride(&self, items: usize, block: u32) -> LaunchConfig {
+        LaunchConfig::for_items(items, block, self.max_grid)
+    }
+}
+
+fn threads(n: usize, block: u32) -> LaunchConfig {
+    let blocks = n.div_ceil(block as usize).max(1);
+    LaunchConfig::linear(u32::try_from(blocks).expect("grid fits 32 bits"), block)
+}
+
+fn u32_len(n: usize) -> u32 {
+    u32::try_from(n).expect("lengths are planned below 2^32")
+}
+
+/// Writes `n` points (j + 1)·k_t·g to `out`, `GEN_POINTS_PER_THREAD` per thread.
+pub(super) fn gen_points<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    out: &mut DeviceBuffer<C::AffineRepr>,
+    generator: &C::AffineRepr,
+    seed: u64,
+) -> Result<(), MsmError> {
+    let n = out.len() as u64;
+    let per = GEN_POINTS_PER_THREAD;
+    let cfg = threads(out.len().div_ceil(per as usize), CURVE_BLOCK);
+    // SAFETY: `cuzk_curve_{g1,g2}_gen_points(affine_t<F>* out, uint64_t n, affine_t<F> g,
+    // uint64_t seed, uint32_t per)` gets these arguments, the point layout matching
+    // `C::AffineRepr` (96 or 192 bytes). Thread t writes out[t·per .. min(n, t·per + per)], all
+    // below n = out.len(); per = 16 is within the kernel's limit; the grid covers n / per.
+    unsafe {
+        stream
+            .launch(&k.curve::<C>().gen_points)
+            .buf_mut(out)
+            .arg(&n)
+            .arg(generator)
+            .arg(&seed)
+            .arg(&per)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// Canonical scalars of one piece of a chunk, and in split mode the index lists and counts.
+///
+/// Dense: the piece lands at `canon[canon_offset..]`. Split: the tail is appended at
+/// `counts[0]` and the ones at `counts[1]`.
+#[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
+pub(super) fn prepare(
+    stream: &Stream,
+    k: &Kernels,
+    input: &DeviceView<'_, FrRepr>,
+    base_offset: u32,
+    canon_offset: usize,
+    split: bool,
+    canon: &mut DeviceBuffer<FrRepr>,
+    tail_idx: &mut DeviceBuffer<u32>,
+    ones_idx: &mut DeviceBuffer<u32>,
+    counts: &mut DeviceBuffer<u32>,
+) -> Result<(), MsmError> {
+    let n = input.len();
+    assert!(canon.len() >= canon_offset + n && counts.len() >= 2);
+    assert!(!split || (tail_idx.len() >= canon_offset + n && ones_idx.len() >= canon_offset + n));
+    let (n32, split32, offset32) = (u32_len(n), split as u32, u32_len(canon_offset));
+    // SAFETY: `cuzk_msm_prepare(const fr_t* in, uint32_t n, uint32_t base_offset, uint32_t
+    // canon_offset, uint32_t split, fr_t* canon, uint32_t* tail_idx, uint32_t* ones_idx,
+    // uint32_t* counts)` gets these arguments. It reads in[0..n) (the view's length) and writes
+    // counts[0..2). Dense, it writes canon[canon_offset .. canon_offset + n) (checked above).
+    // Split, it appends to canon and tail_idx at counts[0], which the caller zeroed at the start
+    // of the chunk and which grows by at most n per piece, so it stays below canon_offset + n
+    // (this piece's end within the chunk, checked above), and to ones_idx at counts[1], zeroed
+    // with it (and possibly before each piece), so below canon_offset + n as well. Grid-stride
+    // over n.
+    unsafe {
+        stream
+            .launch(&k.prepare)
+            .view(input)
+            .arg(&n32)
+            .arg(&base_offset)
+            .arg(&offset32)
+            .arg(&split32)
+            .buf_mut(canon)
+            .buf_mut(tail_idx)
+            .buf_mut(ones_idx)
+            .buf_mut(counts)
+            .launch(k.stride(n, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// Counts every non-zero digit of the chunk's tail per bucket into `hist` (zeroed before).
+pub(super) fn histogram(
+    stream: &Stream,
+    k: &Kernels,
+    canon: &DeviceBuffer<FrRepr>,
+    counts: &DeviceBuffer<u32>,
+    p: &DigitParams,
+    hist: &mut DeviceViewMut<'_, u32>,
+) -> Result<(), MsmError> {
+    assert!(hist.len() >= p.w_count as usize * (1usize << (p.c - 1)));
+    assert!(canon.len() >= p.n as usize);
+    // SAFETY: `cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts, DigitParams p,
+    // uint32_t* hist)` gets these arguments, DigitParams with the same C layout. It reads
+    // counts[0] ≤ p.n (prepare writes at most the chunk's n) scalars of canon (≥ p.n long) and
+    // increments hist below w_count·2^(c−1) (checked above). Grid-stride over p.n.
+    unsafe {
+        stream
+            .launch(&k.histogram)
+            .buf(canon)
+            .buf(counts)
+            .arg(p)
+            .view_mut(hist)
+            .launch(k.stride(p.n as usize, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// Exclusive scan of `hist` into `offsets[..len]`, with the total in `offsets[len]`.
+pub(super) fn scan(
+    stream: &Stream,
+    k: &Kernels,
+    hist: &DeviceView<'_, u32>,
+    offsets: &mut DeviceBuffer<u32>,
+    tiles: &mut DeviceBuffer<u32>,
+) -> Result<(), MsmError> {
+    let len = hist.len();
+    let tile_count = len.div_ceil(SCAN_TILE).max(1);
+    assert!(offsets.len() > len && tiles.len() >= tile_count);
+    let (len32, tiles32) = (u32_len(len), u32_len(tile_count));
+    // SAFETY: `cuzk_msm_scan_tiles(const uint32_t* in, uint32_t len, uint32_t* out, uint32_t*
+    // tile_sums)`: block b reads and writes indices [b·SCAN_TILE, (b+1)·SCAN_TILE) below len
+    // (in and out hold len, checked above) and tile_sums[b], b < tile_count ≤ tiles.len();
+    // blockDim is SCAN_BLOCK as the kernel's tile size assumes.
+    unsafe {
+        stream
+            .launch(&k.scan_tiles)
+            .view(hist)
+            .arg(&len32)
+            .buf_mut(offsets)
+            .buf_mut(tiles)
+            .launch(LaunchConfig::linear(tiles32, SCAN_BLOCK))
+    }?;
+    {
+        let mut total = offsets.slice_mut(len..len + 1);
+        // SAFETY: `cuzk_msm_scan_sums(uint32_t* tile_sums, uint32_t tiles, uint32_t* total)`:
+        // one block reads and rewrites tile_sums[0..tiles) and writes total[0], a one-element
+        // view.
+        unsafe {
+            stream
+                .launch(&k.scan_sums)
+                .buf_mut(tiles)
+                .arg(&tiles32)
+                .view_mut(&mut total)
+                .launch(LaunchConfig::linear(1, SCAN_SUMS_BLOCK))
+        }?;
+    }
+    let mut body = offsets.slice_mut(..len);
+    // SAFETY: `cuzk_msm_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_sums)`
+    // updates out[0..len) (the view's length) reading tile_sums[i / SCAN_TILE] < tile_count.
+    unsafe {
+        stream
+            .launch(&k.scan_add)
+            .view_mut(&mut body)
+            .arg(&len32)
+            .buf(tiles)
+            .launch(k.stride(len, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// Writes the sorted (bucket, point) pairs of the chunk's tail.
+#[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
+pub(super) fn scatter(
+    stream: &Stream,
+    k: &Kernels,
+    canon: &DeviceBuffer<FrRepr>,
+    tail_idx: &DeviceBuffer<u32>,
+    counts: &DeviceBuffer<u32>,
+    p: &DigitParams,
+    cursor: &mut DeviceViewMut<'_, u32>,
+    pairs: &mut DeviceBuffer<u32>,
+) -> Result<(), MsmError> {
+    let max_pairs = p.n as usize * p.w_count as usize;
+    assert!(pairs.len() >= 2 * max_pairs && canon.len() >= p.n as usize);
+    assert!(cursor.len() >= p.w_count as usize * (1usize << (p.c - 1)));
+    assert!(p.flags & DIGITS_INDEXED == 0 || tail_idx.len() >= p.n as usize);
+    // SAFETY: `cuzk_msm_scatter(const fr_t* canon, const uint32_t* tail_idx, const uint32_t*
+    // counts, DigitParams p, uint32_t* cursor, uint2* pairs)`. It reads counts[0] ≤ p.n
+    // scalars (and indices, when indexed), bumps cursor below w_count·2^(c−1) (checked above),
+    // and writes pairs at cursor positions, which the histogram of the same digits bounds by
+    // the number of non-zero digits ≤ n·w_count; pairs holds that many u32 pairs (checked
+    // above) and, as a whole allocation, is aligned for 8-byte stores.
+    unsafe {
+        stream
+            .launch(&k.scatter)
+            .buf(canon)
+            .buf(tail_idx)
+            .buf(counts)
+            .arg(p)
+            .view_mut(cursor)
+            .buf_mut(pairs)
+            .launch(k.stride(p.n as usize, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// Where the first level of a reduction chain reads its entries.
+pub(super) enum FirstLevel<'a, C: MsmCurve> {
+    /// Base indices (sign in the top bit) into `bases`: entry i is `vals[i·stride]`, its key
+    /// `keys[i·stride]` or `i / key_div`.
+    Affine {
+        keys: Option<DeviceView<'a, u32>>,
+        key_div: u32,
+        vals: DeviceView<'a, u32>,
+        stride: u32,
+        bases: &'a DeviceBuffer<C::AffineRepr>,
+    },
+    /// XYZZ points with keys `i / key_div`.
+    Xyzz {
+        key_div: u32,
+        pts: &'a DeviceBuffer<C::XyzzRepr>,
+    },
+}
+
+/// How many entries the first level reads: a device counter or a known number.
+pub(super) enum Count<'a> {
+    /// `m[0]`, written by an earlier kernel.
+    Device(DeviceView<'a, u32>),
+    /// A number known on the host.
+    Host(u32),
+}
+
+/// The ping-pong buffers of the levels after the first.
+#[derive(Debug)]
+pub(super) struct Partials<C: MsmCurve> {
+    pub keys: [DeviceBuffer<u32>; 2],
+    pub pts: [DeviceBuffer<C::XyzzRepr>; 2],
+    pub m: [DeviceBuffer<u32>; 2],
+    /// Stands in for pointer arguments a launch does not use.
+    pub dummy: DeviceBuffer<u32>,
+}
+
+/// A whole reduction: `buckets[key] += Σ entries of key` for up to `m_max` entries, by levels
+/// of `plan::level_threads(m_max, span)` threads until one thread is left.
+#[allow(clippy::too_many_arguments)] // Each chain differs in all of them.
+pub(super) fn reduce<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    first: FirstLevel<'_, C>,
+    count: Count<'_>,
+    m_max: usize,
+    span: u32,
+    parts: &mut Partials<C>,
+    buckets: &mut DeviceViewMut<'_, C::XyzzRepr>,
+) -> Result<(), MsmError> {
+    let levels = crate::plan::level_threads(m_max, span);
+    let ck = k.curve::<C>();
+    let Partials {
+        keys: [keys_a, keys_b],
+        pts: [pts_a, pts_b],
+        m: [m_a, m_b],
+        dummy,
+    } = parts;
+    assert!(keys_a.len() >= 2 * levels[0] && pts_a.len() >= 2 * levels[0] && !m_a.is_empty());
+    let (m_value, m_flag, m_view) = match count {
+        Count::Device(v) => {
+            assert!(!v.is_empty());
+            (0, LEVEL_M_FROM_PTR, Some(v))
+        }
+        Count::Host(m) => {
+            assert!(m as usize <= m_max);
+            (m, 0, None)
+        }
+    };
+    let dummy_view = dummy.slice(..);
+    let m_in = m_view.as_ref().unwrap_or(&dummy_view);
+    let cfg = threads(levels[0], CURVE_BLOCK);
+    match first {
+        FirstLevel::Affine {
+            keys,
+            key_div,
+            vals,
+            stride,
+            bases,
+        } => {
+            let p = LevelParams {
+                m_value,
+                span,
+                key_div,
+                flags: m_flag | if keys.is_some() { LEVEL_KEYS } else { 0 },
+                stride,
+            };
+            // The last entry read is (m_max − 1)·stride.
+            let need = m_max.saturating_sub(1) * stride as usize + 1;
+            assert!(stride >= 1 && vals.len() >= need);
+            assert!(keys.as_ref().is_none_or(|k| k.len() >= need));
+            let dummy_keys = dummy.slice(..);
+            let keys = keys.unwrap_or(dummy_keys);
+            // SAFETY: `cuzk_msm_{g1,g2}_level_affine(const uint32_t* keys, const uint32_t*
+            // vals, const affine_t<F>* bases, const uint32_t* m_in, LevelParams p, xyzz_t<F>*
+            // buckets, uint32_t* out_keys, xyzz_t<F>* out_pts, uint32_t* m_out)`, LevelParams
+            // in the same C layout. The entry count m ≤ m_max (the counter's producer writes at
+            // most the planned pairs, or the host value checked above); the kernel reads keys
+            // (only with LEVEL_KEYS) and vals at i·stride for i < m, inside both views (checked
+            // above), and bases at the
+            // indices in vals, which the producers took from this MSM's points, all below
+            // bases.len() (checked by the engine before the chunk loop). Keys are below
+            // buckets.len(): window-relative buckets of this pass, or 0 with key_div = u32::MAX
+            // for the one-element ones buffer. It writes slots below 2·ceil(m / span) ≤
+            // 2·levels[0] ≤ out lengths (checked above) and m_out[0]; the grid covers levels[0].
+            unsafe {
+                stream
+                    .launch(&ck.level_affine)
+                    .view(&keys)
+                    .view(&vals)
+                    .buf(bases)
+                    .view(m_in)
+                    .arg(&p)
+                    .view_mut(buckets)
+                    .buf_mut(keys_a)
+                    .buf_mut(pts_a)
+                    .buf_mut(m_a)
+                    .launch(cfg)
+            }?;
+        }
+        FirstLevel::Xyzz { key_div, pts } => {
+            let p = LevelParams {
+                m_value,
+                span,
+                key_div,
+                flags: m_flag,
+                stride: 1,
+            };
+            assert!(pts.len() >= m_max);
+            // SAFETY: `cuzk_msm_{g1,g2}_level_xyzz(const uint32_t* keys, const xyzz_t<F>* pts,
+            // const uint32_t* m_in, LevelParams p, xyzz_t<F>* buckets, uint32_t* out_keys,
+            // xyzz_t<F>* out_pts, uint32_t* m_out)`. Without LEVEL_KEYS the key of entry i is
+            // i / key_div, below buckets.len() by the caller's construction (segments of the
+            // pass's windows); pts is read below m ≤ m_max ≤ pts.len(); outputs as above.
+            unsafe {
+                stream
+                    .launch(&ck.level_xyzz)
+                    .buf(dummy)
+                    .buf(pts)
+                    .view(m_in)
+                    .arg(&p)
+                    .view_mut(buckets)
+                    .buf_mut(keys_a)
+                    .buf_mut(pts_a)
+                    .buf_mut(m_a)
+                    .launch(cfg)
+            }?;
+        }
+    }
+    for (i, &t) in levels.iter().enumerate().skip(1) {
+        let p = LevelParams {
+            m_value: 0,
+            span: SPAN_XYZZ,
+            key_div: 1,
+            flags: LEVEL_KEYS | LEVEL_M_FROM_PTR,
+            stride: 1,
+        };
+        // Level i reads what level i − 1 wrote: A then B alternately.
+        let (src_keys, src_pts, src_m, dst_keys, dst_pts, dst_m) = if i % 2 == 1 {
+            (
+                &*keys_a,
+                &*pts_a,
+                &*m_a,
+                &mut *keys_b,
+                &mut *pts_b,
+                &mut *m_b,
+            )
+        } else {
+            (
+                &*keys_b,
+                &*pts_b,
+                &*m_b,
+                &mut *keys_a,
+                &mut *pts_a,
+                &mut *m_a,
+            )
+        };
+        assert!(dst_keys.len() >= 2 * t && dst_pts.len() >= 2 * t);
+        assert!(src_keys.len() >= 2 * levels[i - 1] && src_pts.len() >= 2 * levels[i - 1]);
+        // SAFETY: the same kernel as above with LEVEL_KEYS | LEVEL_M_FROM_PTR: it reads
+        // src_m[0] = 2·ceil(m_prev / span_prev) ≤ 2·levels[i−1] entries of src_keys and src_pts
+        // (checked above), whose keys are keys of the first level (so below buckets.len()),
+        // and writes 2·ceil(m / SPAN_XYZZ) ≤ 2·levels[i] slots (checked above) and dst_m[0].
+        // Source and destination are different buffers.
+        unsafe {
+            stream
+                .launch(&ck.level_xyzz)
+                .buf(src_keys)
+                .buf(src_pts)
+                .buf(src_m)
+                .arg(&p)
+                .view_mut(buckets)
+                .buf_mut(dst_keys)
+                .buf_mut(dst_pts)
+                .buf_mut(dst_m)
+                .launch(threads(t, CURVE_BLOCK))
+        }?;
+    }
+    Ok(())
+}
+
+/// Per-segment bucket sums of the pass's `w_count` windows into `out`.
+pub(super) fn bucket_sums<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    buckets: &DeviceBuffer<C::XyzzRepr>,
+    w_count: u32,
+    nb: u32,
+    seg_log: u32,
+    out: &mut DeviceBuffer<C::XyzzRepr>,
+) -> Result<(), MsmError> {
+    let segments = w_count as usize * (nb >> seg_log) as usize;
+    assert!(buckets.len() >= w_count as usize * nb as usize && out.len() >= segments);
+    assert!(seg_log < 32 && nb.is_power_of_two() && seg_log <= nb.trailing_zeros());
+    // SAFETY: `cuzk_msm_{g1,g2}_bucket_sums(const xyzz_t<F>* buckets, uint32_t w_count,
+    // uint32_t nb, uint32_t seg_log, xyzz_t<F>* out)`: thread t < w_count·(nb >> seg_log)
+    // reads 2^seg_log buckets of window t / segs, all below w_count·nb (checked above), and
+    // writes out[t] (out holds every segment, checked above).
+    unsafe {
+        stream
+            .launch(&k.curve::<C>().bucket_sums)
+            .buf(buckets)
+            .arg(&w_count)
+            .arg(&nb)
+            .arg(&seg_log)
+            .buf_mut(out)
+            .launch(threads(segments, CURVE_BLOCK))
+    }?;
+    Ok(())
+}

@@ -1,0 +1,442 @@
+//! The CUDA engine: MSMs against bases uploaded once and kept on the device, with scalars
+//! streamed from host (ideally pinned) memory or read from the device.
+//!
+//! One call runs, per pass over a group of windows and per chunk of points (one of each unless
+//! the VRAM allowance is tight): the chunk's upload in pieces on the engine's copy stream, each
+//! overlapping the previous piece's `prepare` (Montgomery → canonical; with the 0/1 split,
+//! index lists of the ones and of the tail) and the batch addition of its ones; then a counting
+//! sort of (bucket, point) pairs by signed window digit, and the bucket accumulation as a
+//! balanced segmented reduction with affine inputs into XYZZ buckets. After the chunks, each window's buckets are summed (running sums in segments);
+//! the window sums come back to the host, which combines them with Horner's rule. The host
+//! waits once per call, for that last copy.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use cuzk_cuda::Device;
+//! use cuzk_msm::gpu::{MsmEngine, Scalars};
+//! use cuzk_msm::{testing, G1};
+//! let device = Device::open(0)?;
+//! let stream = device.new_stream()?;
+//! let engine = MsmEngine::new(&device)?;
+//! let bases = engine.generate_bases::<G1>(&stream, 1 << 20, 7)?; // resident from now on
+//! let scalars = testing::to_reprs(&testing::random_scalars(1 << 20, 1));
+//! let mut pinned = device.alloc_pinned(scalars.len())?;
+//! pinned.as_mut_slice()?.copy_from_slice(&scalars);
+//! let sum = engine.msm::<G1>(&stream, &bases, Scalars::Pinned(&pinned))?;
+//! # let _ = sum; Ok(()) }
+//! ```
+
+mod launch;
+mod run;
+mod workspace;
+
+use crate::curve::MsmCurve;
+use crate::plan::{Plan, PlanInput};
+use crate::MsmError;
+use cuzk_cuda::{Device, DeviceBuffer, PinnedBuffer, Stream};
+use cuzk_field::{consts::FR_R, FrRepr, PrimeCurveAffine};
+use group::Group;
+use launch::Kernels;
+use run::Profile;
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use workspace::Workspace;
+
+pub use launch::GEN_POINTS_PER_THREAD;
+
+/// Device memory left to others when the allowance is taken from the driver's free figure.
+const VRAM_MARGIN: usize = 512 << 20;
+
+/// Scalars sampled on the host to decide the 0/1 split and size the tail.
+const SPLIT_SAMPLES: usize = 1024;
+
+/// The 0/1 split's share of zeros and ones from which it pays: below it the extra index list
+/// costs more than the skipped digits save.
+const SPLIT_THRESHOLD: f64 = 0.1;
+
+/// Whether scalars equal to 0 and 1 are taken out before Pippenger.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Split {
+    /// Every scalar goes through Pippenger (zero digits are skipped either way).
+    Dense,
+    /// Zeros are dropped, ones are summed by batch addition, the rest (the tail) goes through
+    /// Pippenger with a window sized for the tail.
+    Always,
+    /// Split when a host-side sample finds at least 10% zeros and ones (host scalars only;
+    /// device-resident scalars stay dense).
+    #[default]
+    Auto,
+}
+
+/// How the engine runs its MSMs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsmConfig {
+    /// Device bytes one call may use for its work buffers (the resident bases are not
+    /// counted). `None`: what the driver reports free at the call, plus the engine's own
+    /// cached buffers, less 512 MiB. Smaller allowances chunk the work, same result.
+    pub vram_allowance: Option<usize>,
+    /// Window width in bits; `None` chooses per size and group ([`crate::plan::window_bits`]).
+    pub window_bits: Option<u32>,
+    /// The 0/1 split.
+    pub split: Split,
+    /// Time the phases of each call with events ([`CallInfo::phases`]); costs a little.
+    pub profile: bool,
+}
+
+/// Bases resident on the device, uploaded or generated once and used by many MSMs.
+pub struct Bases<C: MsmCurve> {
+    /// At least one element, since the driver refuses empty allocations.
+    points: DeviceBuffer<C::AffineRepr>,
+    len: usize,
+}
+
+impl<C: MsmCurve> Bases<C> {
+    /// Wraps points already on the device (blst's affine layout, identity all zeros).
+    pub fn from_device(points: DeviceBuffer<C::AffineRepr>) -> Self {
+        let len = points.len();
+        Bases { points, len }
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device buffer of the points (one spare element when there are none).
+    pub fn points(&self) -> &DeviceBuffer<C::AffineRepr> {
+        &self.points
+    }
+
+    /// Copies the points back to the host.
+    pub fn download(&self, stream: &Stream) -> Result<Vec<C::AffineRepr>, MsmError> {
+        Ok(stream.download(&self.points.slice(..self.len))?)
+    }
+}
+
+impl<C: MsmCurve> fmt::Debug for Bases<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bases")
+            .field("group", &C::NAME)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// The scalars of one MSM, in the kernels' layout (Montgomery form, as `FrRepr::from` makes).
+/// The MSM pairs them with the first `len` bases.
+#[derive(Clone, Debug)]
+pub enum Scalars<'a> {
+    /// Page-locked host memory: copied in chunks on the engine's copy stream, overlapping
+    /// compute. The fast path for host scalars.
+    Pinned(&'a PinnedBuffer<FrRepr>),
+    /// Part of a page-locked buffer, as [`Scalars::Pinned`].
+    PinnedRange(&'a PinnedBuffer<FrRepr>, Range<usize>),
+    /// Ordinary host memory: the driver stages every copy, at a fraction of pinned speed.
+    Host(&'a [FrRepr]),
+    /// Device memory, read in place (for scalars a previous step left on the device).
+    Device(&'a DeviceBuffer<FrRepr>),
+}
+
+impl Scalars<'_> {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        match self {
+            Scalars::Pinned(p) => p.len(),
+            Scalars::PinnedRange(_, r) => r.len(),
+            Scalars::Host(h) => h.len(),
+            Scalars::Device(d) => d.len(),
+        }
+    }
+
+    /// Whether there are no scalars.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a call reads its scalars, resolved.
+enum Source<'a> {
+    Host(&'a [FrRepr]),
+    Device(&'a DeviceBuffer<FrRepr>),
+}
+
+/// What one MSM call did: its plan, whether it split, and with profiling its phase times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallInfo {
+    /// The plan it ran.
+    pub plan: Plan,
+    /// Whether zeros and ones were split off.
+    pub split: bool,
+    /// Milliseconds of device time per phase, summed over chunks and passes (profiling only).
+    pub phases: Vec<(&'static str, f64)>,
+}
+
+/// The MSM engine of one device: its kernels, a copy stream, and cached work buffers.
+pub struct MsmEngine {
+    device: Device,
+    kernels: Kernels,
+    copy: Stream,
+    config: MsmConfig,
+    /// One workspace per group, reused while large enough.
+    workspaces: Mutex<HashMap<&'static str, Box<dyn Any + Send>>>,
+}
+
+impl fmt::Debug for MsmEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MsmEngine")
+            .field("device", &self.device)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic mid-call leaves at worst a workspace with stale contents, which every call
+    // clears before use.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl MsmEngine {
+    /// An engine with the default configuration (whole free VRAM, widths by size, auto split).
+    pub fn new(device: &Device) -> Result<Self, MsmError> {
+        Self::with_config(device, MsmConfig::default())
+    }
+
+    /// An engine with `config`.
+    pub fn with_config(device: &Device, config: MsmConfig) -> Result<Self, MsmError> {
+        Ok(MsmEngine {
+            device: device.clone(),
+            kernels: Kernels::load(device)?,
+            copy: device.new_stream()?,
+            config,
+            workspaces: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &MsmConfig {
+        &self.config
+    }
+
+    /// Uploads bases once; they stay on the device for every later MSM.
+    pub fn upload_bases<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        points: &[C::AffineRepr],
+    ) -> Result<Bases<C>, MsmError> {
+        if points.is_empty() {
+            let points = stream.alloc_zeroed(1)?;
+            return Ok(Bases { points, len: 0 });
+        }
+        Ok(Bases::from_device(stream.upload(points)?))
+    }
+
+    /// `n` valid points made on the device from `seed`: point i is m_i·g for the multipliers
+    /// of [`crate::testing::generated_multiplier`] (with [`GEN_POINTS_PER_THREAD`]), so large
+    /// benchmarks and tests need no bases shipped and can check results in linear time.
+    pub fn generate_bases<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        n: usize,
+        seed: u64,
+    ) -> Result<Bases<C>, MsmError> {
+        if n == 0 {
+            return self.upload_bases(stream, &[]);
+        }
+        let mut points = stream.alloc::<C::AffineRepr>(n)?;
+        let g = C::to_repr(&C::Affine::generator());
+        launch::gen_points::<C>(stream, &self.kernels, &mut points, &g, seed)?;
+        Ok(Bases::from_device(points))
+    }
+
+    /// Σ scalars[i]·bases[i] with the engine's configuration. Returns once the result is on the
+    /// host; the scalars may be reused then.
+    pub fn msm<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        bases: &Bases<C>,
+        scalars: Scalars<'_>,
+    ) -> Result<C::Projective, MsmError> {
+        self.msm_with(stream, bases, scalars, &self.config)
+            .map(|(p, _)| p)
+    }
+
+    /// Σ scalars[i]·bases[i] with `config` for this call, and what the call did.
+    pub fn msm_with<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        bases: &Bases<C>,
+        scalars: Scalars<'_>,
+        config: &MsmConfig,
+    ) -> Result<(C::Projective, CallInfo), MsmError> {
+        let n = scalars.len();
+        if n > bases.len() {
+            return Err(MsmError::LengthMismatch {
+                bases: bases.len(),
+                scalars: n,
+            });
+        }
+        let source = match scalars {
+            // Slices of page-locked memory copy asynchronously at full speed; the borrow keeps
+            // the memory unchanged until this call has waited for its last copy.
+            Scalars::Pinned(p) => Source::Host(p.as_slice()?),
+            Scalars::PinnedRange(p, r) => {
+                let all = p.as_slice()?;
+                if r.end > all.len() || r.start > r.end {
+                    return Err(MsmError::RangeOutOfBounds {
+                        start: r.start,
+                        end: r.end,
+                        len: all.len(),
+                    });
+                }
+                Source::Host(&all[r])
+            }
+            Scalars::Host(h) => Source::Host(h),
+            Scalars::Device(d) => {
+                if d.device_ordinal() != bases.points.device_ordinal() {
+                    return Err(MsmError::WrongDevice {
+                        bases: bases.points.device_ordinal(),
+                        scalars: d.device_ordinal(),
+                    });
+                }
+                Source::Device(d)
+            }
+        };
+        let (split, tail) = decide_split(&source, n, config.split);
+        let mut cache = lock(&self.workspaces);
+        let cached_bytes = cache
+            .get(C::NAME)
+            .and_then(|w| w.downcast_ref::<Workspace<C>>())
+            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
+        let allowance = match config.vram_allowance {
+            Some(a) => a,
+            None => {
+                let (free, _) = self.device.memory_info()?;
+                (free + cached_bytes).saturating_sub(VRAM_MARGIN)
+            }
+        };
+        let plan = Plan::new(&PlanInput {
+            n,
+            tail,
+            bits: config.window_bits,
+            split,
+            staged: matches!(source, Source::Host(_)),
+            xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
+            sm_count: self.device.info().sm_count,
+            allowance,
+        })?;
+        let mut info = CallInfo {
+            plan,
+            split,
+            phases: Vec::new(),
+        };
+        if n == 0 {
+            return Ok((C::Projective::identity(), info));
+        }
+        let fits = cache
+            .get(C::NAME)
+            .and_then(|w| w.downcast_ref::<Workspace<C>>())
+            .is_some_and(|w| w.sizes.covers(&plan.sizes));
+        if !fits {
+            // Free the old buffers before allocating the new ones.
+            cache.remove(C::NAME);
+            let ws = Workspace::<C>::new(stream, plan.sizes)?;
+            // Stream-ordered allocations must be complete before the copy stream touches them.
+            stream.synchronize()?;
+            cache.insert(C::NAME, Box::new(ws));
+        }
+        let ws = cache
+            .get_mut(C::NAME)
+            .and_then(|w| w.downcast_mut::<Workspace<C>>())
+            .expect("inserted above");
+        let span = tracing::debug_span!(
+            "msm",
+            group = C::NAME,
+            n,
+            split,
+            bits = plan.bits,
+            passes = plan.passes(),
+            chunks = plan.chunks(n)
+        );
+        let _guard = span.enter();
+        let mut profile = config.profile.then(|| Profile {
+            marks: Vec::new(),
+            device: self.device.clone(),
+        });
+        let result = self.run::<C>(stream, &bases.points, &source, n, &info, ws, &mut profile)?;
+        if let Some(p) = profile {
+            info.phases = p.totals()?;
+        }
+        Ok((result, info))
+    }
+
+    /// Frees the cached work buffers (the next call allocates again).
+    pub fn release_workspaces(&self) {
+        lock(&self.workspaces).clear();
+    }
+}
+
+/// Whether to split off zeros and ones, and how many scalars are expected to remain.
+fn decide_split(source: &Source<'_>, n: usize, mode: Split) -> (bool, usize) {
+    let sample = |h: &[FrRepr]| -> f64 {
+        if h.is_empty() {
+            return 0.0;
+        }
+        let step = (h.len() / SPLIT_SAMPLES).max(1);
+        let picked: Vec<&FrRepr> = h.iter().step_by(step).collect();
+        let trivial = picked
+            .iter()
+            .filter(|s| s.limbs == [0; 4] || s.limbs == FR_R)
+            .count();
+        trivial as f64 / picked.len() as f64
+    };
+    match (mode, source) {
+        (Split::Dense, _) => (false, n),
+        (Split::Always, Source::Host(h)) => {
+            let share = sample(h);
+            (true, ((1.0 - share) * n as f64).ceil() as usize)
+        }
+        (Split::Always, Source::Device(_)) => (true, n),
+        (Split::Auto, Source::Host(h)) => {
+            let share = sample(h);
+            if share >= SPLIT_THRESHOLD {
+                (true, ((1.0 - share) * n as f64).ceil() as usize)
+            } else {
+                (false, n)
+            }
+        }
+        (Split::Auto, Source::Device(_)) => (false, n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{random_scalars, sparse_scalars, to_reprs};
+
+    #[test]
+    fn split_follows_the_share_of_zeros_and_ones() {
+        let dense = to_reprs(&random_scalars(10_000, 1));
+        assert_eq!(
+            decide_split(&Source::Host(&dense), 10_000, Split::Auto),
+            (false, 10_000)
+        );
+        assert!(decide_split(&Source::Host(&dense), 10_000, Split::Always).0);
+        let sparse = to_reprs(&sparse_scalars(10_000, 0.5, 0.49, 2));
+        let (split, tail) = decide_split(&Source::Host(&sparse), 10_000, Split::Auto);
+        assert!(split);
+        assert!(tail < 500, "tail estimate {tail}");
+        assert_eq!(
+            decide_split(&Source::Host(&sparse), 10_000, Split::Dense),
+            (false, 10_000)
+        );
+    }
+}

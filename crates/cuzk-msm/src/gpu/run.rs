@@ -1,0 +1,240 @@
+//! One MSM call on the device, pass by pass and chunk by chunk, with optional phase timing,
+//! and the host's final combination of the window sums.
+
+use super::launch::{self, Count, DigitParams, FirstLevel, DIGITS_INDEXED};
+use super::workspace::Workspace;
+use super::{CallInfo, MsmEngine, Source};
+use crate::curve::MsmCurve;
+use crate::plan::{SPAN_ONES, SPAN_XYZZ};
+use crate::MsmError;
+use cuzk_cuda::{Device, DeviceBuffer, DeviceView, Event, Stream};
+use cuzk_field::FrRepr;
+use group::Group;
+
+/// Phases of a call, in the order the profile reports them.
+const PHASES: [&str; 8] = [
+    "upload + prepare",
+    "ones batch addition",
+    "histogram",
+    "scan",
+    "scatter",
+    "bucket accumulation",
+    "bucket sums",
+    "window sums",
+];
+
+/// Events marking where each phase starts on the compute stream, when profiling.
+pub(super) struct Profile {
+    pub(super) marks: Vec<(usize, Event)>,
+    pub(super) device: Device,
+}
+
+impl Profile {
+    fn mark(this: &mut Option<Profile>, stream: &Stream, phase: usize) -> Result<(), MsmError> {
+        if let Some(p) = this {
+            let e = p.device.new_event()?;
+            stream.record(&e)?;
+            p.marks.push((phase, e));
+        }
+        Ok(())
+    }
+
+    /// Time between consecutive marks, charged to the earlier mark's phase.
+    pub(super) fn totals(&self) -> Result<Vec<(&'static str, f64)>, MsmError> {
+        let mut ms = [0f64; PHASES.len()];
+        for w in self.marks.windows(2) {
+            ms[w[0].0] += w[0].1.elapsed_ms(&w[1].1)? as f64;
+        }
+        Ok(PHASES.iter().copied().zip(ms).collect())
+    }
+}
+
+impl MsmEngine {
+    #[allow(clippy::too_many_arguments)] // One call's whole context, passed once.
+    pub(super) fn run<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        bases: &DeviceBuffer<C::AffineRepr>,
+        source: &Source<'_>,
+        n: usize,
+        info: &CallInfo,
+        ws: &mut Workspace<C>,
+        profile: &mut Option<Profile>,
+    ) -> Result<C::Projective, MsmError> {
+        let mark = |profile: &mut Option<Profile>, phase| Profile::mark(profile, stream, phase);
+        let k = &self.kernels;
+        let plan = &info.plan;
+        let split = info.split;
+        let windows = plan.windows as usize;
+        let nb = plan.buckets;
+        stream.zero(&mut ws.results.slice_mut(..windows + 1))?;
+        for pass in 0..plan.passes() {
+            let w_begin = pass * plan.pass_windows;
+            let w_count = plan.pass_windows.min(plan.windows - w_begin);
+            let pass_buckets = w_count as usize * nb as usize;
+            stream.zero(&mut ws.buckets.slice_mut(..pass_buckets))?;
+            for chunk in 0..plan.chunks(n) {
+                let lo = chunk * plan.chunk;
+                let len = plan.chunk.min(n - lo);
+                mark(profile, 0)?;
+                stream.zero(&mut ws.counts)?;
+                for piece in 0..len.div_ceil(plan.piece) {
+                    let at = lo + piece * plan.piece;
+                    let piece_len = plan.piece.min(lo + len - at);
+                    let input: DeviceView<'_, FrRepr> = match source {
+                        Source::Device(d) => d.slice(at..at + piece_len),
+                        Source::Host(h) => {
+                            // Alternate staging buffers: the copy of the next piece runs on the
+                            // copy stream while this one is converted; buffer events order them.
+                            let staging = &mut ws.staging[piece % 2];
+                            self.copy.copy_to_device(
+                                &h[at..at + piece_len],
+                                &mut staging.slice_mut(..piece_len),
+                            )?;
+                            ws.staging[piece % 2].slice(..piece_len)
+                        }
+                    };
+                    let ones = split && pass == 0;
+                    if ones {
+                        // The ones of each piece are summed as soon as they are listed.
+                        stream.zero(&mut ws.counts.slice_mut(1..2))?;
+                    }
+                    launch::prepare(
+                        stream,
+                        k,
+                        &input,
+                        at as u32,
+                        at - lo,
+                        split,
+                        &mut ws.canon,
+                        &mut ws.tail_idx,
+                        &mut ws.ones_idx,
+                        &mut ws.counts,
+                    )?;
+                    if ones {
+                        mark(profile, 1)?;
+                        let mut sum = ws.results.slice_mut(windows..windows + 1);
+                        launch::reduce::<C>(
+                            stream,
+                            k,
+                            FirstLevel::Affine {
+                                keys: None,
+                                key_div: u32::MAX,
+                                vals: ws.ones_idx.slice(..),
+                                stride: 1,
+                                bases,
+                            },
+                            Count::Device(ws.counts.slice(1..2)),
+                            piece_len,
+                            SPAN_ONES,
+                            &mut ws.parts,
+                            &mut sum,
+                        )?;
+                        mark(profile, 0)?;
+                    }
+                }
+                let p = DigitParams {
+                    n: len as u32,
+                    base_offset: lo as u32,
+                    c: plan.bits,
+                    w_begin,
+                    w_count,
+                    flags: if split { DIGITS_INDEXED } else { 0 },
+                };
+                mark(profile, 2)?;
+                let mut hist = ws.hist.slice_mut(..pass_buckets);
+                stream.zero(&mut hist)?;
+                launch::histogram(stream, k, &ws.canon, &ws.counts, &p, &mut hist)?;
+                mark(profile, 3)?;
+                launch::scan(
+                    stream,
+                    k,
+                    &ws.hist.slice(..pass_buckets),
+                    &mut ws.offsets,
+                    &mut ws.tiles,
+                )?;
+                mark(profile, 4)?;
+                let mut cursor = ws.offsets.slice_mut(..pass_buckets);
+                launch::scatter(
+                    stream,
+                    k,
+                    &ws.canon,
+                    &ws.tail_idx,
+                    &ws.counts,
+                    &p,
+                    &mut cursor,
+                    &mut ws.pairs,
+                )?;
+                mark(profile, 5)?;
+                let mut buckets = ws.buckets.slice_mut(..pass_buckets);
+                launch::reduce::<C>(
+                    stream,
+                    k,
+                    FirstLevel::Affine {
+                        keys: Some(ws.pairs.slice(0..)),
+                        key_div: 1,
+                        vals: ws.pairs.slice(1..),
+                        stride: 2,
+                        bases,
+                    },
+                    Count::Device(ws.offsets.slice(pass_buckets..pass_buckets + 1)),
+                    len * w_count as usize,
+                    plan.span_affine,
+                    &mut ws.parts,
+                    &mut buckets,
+                )?;
+            }
+            mark(profile, 6)?;
+            launch::bucket_sums::<C>(
+                stream,
+                k,
+                &ws.buckets,
+                w_count,
+                nb,
+                plan.seg_log,
+                &mut ws.segments,
+            )?;
+            mark(profile, 7)?;
+            let segs = nb >> plan.seg_log;
+            let m = w_count * segs;
+            let mut sums = ws
+                .results
+                .slice_mut(w_begin as usize..(w_begin + w_count) as usize);
+            launch::reduce::<C>(
+                stream,
+                k,
+                FirstLevel::Xyzz {
+                    key_div: segs,
+                    pts: &ws.segments,
+                },
+                Count::Host(m),
+                m as usize,
+                SPAN_XYZZ,
+                &mut ws.parts,
+                &mut sums,
+            )?;
+        }
+        mark(profile, 7)?;
+        // The call's one wait: the window sums and the ones' sum, a few hundred bytes each.
+        let sums: Vec<C::XyzzRepr> = stream.download(&ws.results.slice(..windows + 1))?;
+        combine::<C>(&sums, plan.bits)
+    }
+}
+
+/// Σ_w 2^(bits·w)·sums[w] for the window sums, plus the ones' sum stored after them.
+fn combine<C: MsmCurve>(sums: &[C::XyzzRepr], bits: u32) -> Result<C::Projective, MsmError> {
+    let decode = |index: usize| -> Result<C::Projective, MsmError> {
+        C::xyzz_from_repr(&sums[index])
+            .and_then(|p| C::from_xyzz(&p))
+            .map_err(|source| MsmError::NotOnCurve { index, source })
+    };
+    let windows = sums.len() - 1;
+    let mut acc = C::Projective::identity();
+    for w in (0..windows).rev() {
+        for _ in 0..bits {
+            acc = acc.double();
+        }
+        acc += decode(w)?;
+    }
+    Ok(acc + decode(windows)?)
+}

@@ -1,0 +1,71 @@
+//! The device buffers one MSM works in, sized by a plan and kept by the engine between calls,
+//! so that steady-state calls allocate nothing (large allocations cost milliseconds).
+
+use super::launch::Partials;
+use crate::curve::MsmCurve;
+use crate::plan::Sizes;
+use crate::MsmError;
+use cuzk_cuda::{DeviceBuffer, Stream};
+use cuzk_field::FrRepr;
+
+/// Work buffers for MSMs in group `C`, at least as large as `sizes`.
+#[derive(Debug)]
+pub(super) struct Workspace<C: MsmCurve> {
+    pub sizes: Sizes,
+    pub staging: [DeviceBuffer<FrRepr>; 2],
+    pub canon: DeviceBuffer<FrRepr>,
+    pub tail_idx: DeviceBuffer<u32>,
+    pub ones_idx: DeviceBuffer<u32>,
+    /// Tail and ones counts of the chunk (prepare's output).
+    pub counts: DeviceBuffer<u32>,
+    pub hist: DeviceBuffer<u32>,
+    /// The histogram's exclusive scan, then the scatter's cursors; the last element holds the
+    /// number of pairs.
+    pub offsets: DeviceBuffer<u32>,
+    pub tiles: DeviceBuffer<u32>,
+    /// Sorted (bucket, point) pairs, interleaved.
+    pub pairs: DeviceBuffer<u32>,
+    pub parts: Partials<C>,
+    pub buckets: DeviceBuffer<C::XyzzRepr>,
+    pub segments: DeviceBuffer<C::XyzzRepr>,
+    /// Window sums of every window, then the sum of the bases whose scalar is one.
+    pub results: DeviceBuffer<C::XyzzRepr>,
+}
+
+/// An allocation of at least one element: launches need a valid pointer even when unused.
+fn alloc<T: bytemuck::Pod>(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>, MsmError> {
+    Ok(stream.alloc::<T>(len.max(1))?)
+}
+
+impl<C: MsmCurve> Workspace<C> {
+    pub fn new(stream: &Stream, sizes: Sizes) -> Result<Self, MsmError> {
+        let staging = sizes.staging / 2;
+        Ok(Workspace {
+            sizes,
+            staging: [alloc(stream, staging)?, alloc(stream, staging)?],
+            canon: alloc(stream, sizes.canon)?,
+            tail_idx: alloc(stream, sizes.index)?,
+            ones_idx: alloc(stream, sizes.index)?,
+            counts: alloc(stream, 2)?,
+            hist: alloc(stream, sizes.hist)?,
+            offsets: alloc(stream, sizes.hist + 1)?,
+            tiles: alloc(stream, sizes.tiles)?,
+            pairs: alloc(stream, 2 * sizes.pairs)?,
+            parts: Partials {
+                keys: [
+                    alloc(stream, sizes.partial_a)?,
+                    alloc(stream, sizes.partial_b)?,
+                ],
+                pts: [
+                    alloc(stream, sizes.partial_a)?,
+                    alloc(stream, sizes.partial_b)?,
+                ],
+                m: [alloc(stream, 1)?, alloc(stream, 1)?],
+                dummy: alloc(stream, 1)?,
+            },
+            buckets: alloc(stream, sizes.bucket_points)?,
+            segments: alloc(stream, sizes.segment_points)?,
+            results: alloc(stream, sizes.result_points)?,
+        })
+    }
+}

@@ -1,0 +1,468 @@
+//! How the GPU engine cuts an MSM to fit a VRAM allowance: window width, windows per pass,
+//! points per chunk, and the sizes of every work buffer. Plain arithmetic, always built, so
+//! that budgets can be checked (and are tested) without a GPU.
+//!
+//! The bases are the caller's (resident across calls) and not counted here; everything else a
+//! call allocates on the device is. Working memory grows with the points of a chunk (scalars,
+//! sorted pairs, partial sums) and with the windows of a pass (buckets, histogram). A plan
+//! first shrinks the chunk, which costs little (one more histogram pass), then the windows per
+//! pass, which re-reads the scalars once per pass, and last the window width.
+
+use crate::digits::{buckets_per_window, window_count, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
+use crate::MsmError;
+
+/// Largest number of points of one MSM: indices carry a sign in their top bit on the device.
+pub const MAX_POINTS: usize = (1 << 31) - 1;
+
+/// Most points sorted together. One chunk per pass is the fast case: every complete run of a
+/// bucket then lands in an empty bucket (a store), whereas later chunks must add into buckets
+/// earlier chunks filled, a full XYZZ addition on a divergent branch, which halved the
+/// accumulation rate on the H200 when 2^26 points went through in four chunks.
+pub const MAX_CHUNK: usize = 1 << 27;
+
+/// Scalars per upload: each piece is copied on the copy stream while the previous one is
+/// converted, so only the copies themselves stand between the call and its sort.
+pub const PIECE: usize = 1 << 22;
+
+/// Sorted (bucket, point) pairs of one chunk are counted in 32 bits.
+const MAX_PAIRS: u64 = 1 << 31;
+
+/// Bytes of a scalar on the device.
+const SCALAR_BYTES: usize = 32;
+
+/// Elements per tile of the device scan (kernels/msm/sort.cu, SCAN_TILE).
+pub const SCAN_TILE: usize = 4096;
+
+/// Entries per thread in the reduction levels over partial sums.
+pub const SPAN_XYZZ: u32 = 8;
+
+/// The window width for an MSM of `n` points with XYZZ points of `xyzz_bytes` (192 for G1,
+/// 384 for G2), from sweeps on the H200 (docs/perf.md).
+///
+/// The rule is c = log2(n) − 6, about 128 points per bucket: with fewer, runs of a bucket end
+/// inside a thread's slice more often and their flushes diverge the warp, which cost more than
+/// the window saved (G1 and G2 at 2^20 and 2^22, G2 at 2^24, G1 at 2^26). G1 at 2^23 … 2^25
+/// does better with wider buckets still (2^24: c = 16 beat 18 by 3.5%). Capped at 20 bits:
+/// at 2^27 that keeps 256 points per bucket with the same 13 windows as 21 bits.
+pub fn window_bits(n: usize, xyzz_bytes: usize) -> u32 {
+    let log = usize::BITS - 1 - n.max(1).leading_zeros(); // ⌊log2 n⌋
+    let g1 = xyzz_bytes <= 192;
+    match log {
+        23 | 24 if g1 => 16,
+        25 if g1 => 18,
+        _ => log.saturating_sub(6).clamp(4, 20),
+    }
+}
+
+/// Entries per thread of the first level summing the ones of a piece: small, since a piece
+/// holds at most [`PIECE`] ones and the chain must still fill the GPU.
+pub const SPAN_ONES: u32 = 32;
+
+/// What a plan is made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanInput {
+    /// Points (scalars) of the MSM.
+    pub n: usize,
+    /// Points expected to reach the bucket sort: `n`, or the tail after the 0/1 split. The
+    /// window width is chosen for it.
+    pub tail: usize,
+    /// Window width; `None` picks [`window_bits`] for `tail` and lets the plan narrow it to fit.
+    pub bits: Option<u32>,
+    /// The 0/1 split: index lists for the scalars equal to one and for the tail.
+    pub split: bool,
+    /// Scalars come from the host and need staging buffers on the device (two, so that the
+    /// next chunk's copy overlaps this chunk's work).
+    pub staged: bool,
+    /// Bytes of an XYZZ point (192 for G1, 384 for G2).
+    pub xyzz_bytes: usize,
+    /// Streaming multiprocessors, to size the reductions' parallelism.
+    pub sm_count: u32,
+    /// Device bytes the call may use.
+    pub allowance: usize,
+}
+
+/// How one MSM runs on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Window width c.
+    pub bits: u32,
+    /// Windows of a scalar, ⌈256 / c⌉.
+    pub windows: u32,
+    /// Buckets per window, 2^(c−1).
+    pub buckets: u32,
+    /// Windows handled per pass over the scalars.
+    pub pass_windows: u32,
+    /// Points per chunk: the points sorted together.
+    pub chunk: usize,
+    /// Points per upload piece within a chunk (host scalars).
+    pub piece: usize,
+    /// Entries per thread in the first reduction level (affine bases).
+    pub span_affine: u32,
+    /// log2 of buckets per thread when summing the buckets of a window.
+    pub seg_log: u32,
+    /// Capacities of every work buffer.
+    pub sizes: Sizes,
+}
+
+/// Element counts of the work buffers of a plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sizes {
+    /// Scalar staging: two pieces for host scalars, else 0.
+    pub staging: usize,
+    /// Canonical scalars of a chunk.
+    pub canon: usize,
+    /// Index lists (tail and ones) of a chunk, 0 without the split.
+    pub index: usize,
+    /// Histogram counters: pass windows × buckets.
+    pub hist: usize,
+    /// Scan tile sums.
+    pub tiles: usize,
+    /// Sorted pairs of a chunk.
+    pub pairs: usize,
+    /// Partial sums, first and second buffer of the reduction levels.
+    pub partial_a: usize,
+    /// See `partial_a`.
+    pub partial_b: usize,
+    /// Buckets of one pass.
+    pub bucket_points: usize,
+    /// Per-segment sums of one pass.
+    pub segment_points: usize,
+    /// Window sums (all windows) plus the sum of the bases whose scalar is one.
+    pub result_points: usize,
+}
+
+impl Sizes {
+    /// Device bytes of these buffers for XYZZ points of `xyzz` bytes.
+    pub fn bytes(&self, xyzz: usize) -> usize {
+        let u32s = self.index * 2 + self.hist * 2 + 1 + self.tiles + self.pairs * 2 + 4;
+        let partial = (self.partial_a + self.partial_b) * (4 + xyzz);
+        let points = self.bucket_points + self.segment_points + self.result_points;
+        (self.staging + self.canon) * SCALAR_BYTES + u32s * 4 + partial + points * xyzz
+    }
+
+    /// Whether every buffer of `self` holds at least what `need` asks for.
+    pub fn covers(&self, need: &Sizes) -> bool {
+        self.staging >= need.staging
+            && self.canon >= need.canon
+            && self.index >= need.index
+            && self.hist >= need.hist
+            && self.tiles >= need.tiles
+            && self.pairs >= need.pairs
+            && self.partial_a >= need.partial_a
+            && self.partial_b >= need.partial_b
+            && self.bucket_points >= need.bucket_points
+            && self.segment_points >= need.segment_points
+            && self.result_points >= need.result_points
+    }
+
+    /// The larger of each buffer of two plans: a workspace that serves both.
+    pub fn max(&self, o: &Sizes) -> Sizes {
+        Sizes {
+            staging: self.staging.max(o.staging),
+            canon: self.canon.max(o.canon),
+            index: self.index.max(o.index),
+            hist: self.hist.max(o.hist),
+            tiles: self.tiles.max(o.tiles),
+            pairs: self.pairs.max(o.pairs),
+            partial_a: self.partial_a.max(o.partial_a),
+            partial_b: self.partial_b.max(o.partial_b),
+            bucket_points: self.bucket_points.max(o.bucket_points),
+            segment_points: self.segment_points.max(o.segment_points),
+            result_points: self.result_points.max(o.result_points),
+        }
+    }
+}
+
+/// Slots written by one reduction level over `m` entries, `span` per thread.
+pub fn level_outputs(m: usize, span: u32) -> usize {
+    2 * m.div_ceil(span as usize)
+}
+
+fn floor_log2(x: usize) -> u32 {
+    usize::BITS - 1 - x.max(1).leading_zeros()
+}
+
+impl Plan {
+    /// The plan with the largest chunk and pass that fit `input.allowance`.
+    pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
+        if input.n > MAX_POINTS {
+            return Err(MsmError::TooLarge {
+                len: input.n,
+                max: MAX_POINTS,
+            });
+        }
+        if let Some(bits) = input.bits {
+            if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&bits) {
+                return Err(MsmError::BadWindow {
+                    bits,
+                    min: MIN_WINDOW_BITS,
+                    max: MAX_WINDOW_BITS,
+                });
+            }
+        }
+        let n = input.n.max(1);
+        let preferred = input
+            .bits
+            .unwrap_or_else(|| window_bits(input.tail.clamp(1, n), input.xyzz_bytes));
+        // A forced width is kept; a chosen one may narrow when even one window does not fit.
+        let widths: Vec<u32> = match input.bits {
+            Some(b) => vec![b],
+            None => (MIN_WINDOW_BITS.max(4).min(preferred)..=preferred)
+                .rev()
+                .collect(),
+        };
+        let mut least = usize::MAX;
+        for &bits in &widths {
+            let windows = window_count(bits);
+            // Halve the windows per pass until a chunk of a useful size fits, then accept any.
+            let mut passes: Vec<u32> = Vec::new();
+            let mut w = windows;
+            loop {
+                passes.push(w);
+                if w == 1 {
+                    break;
+                }
+                w = w.div_ceil(2);
+            }
+            let good_chunk = n.min(1 << 16);
+            for min_chunk in [good_chunk, 1] {
+                for &pass_windows in &passes {
+                    let fit = Self::largest_chunk(input, bits, pass_windows);
+                    if let Some(plan) = fit {
+                        if plan.chunk >= min_chunk {
+                            return Ok(plan);
+                        }
+                    }
+                    let one = Self::with_chunk(input, bits, pass_windows, 1);
+                    least = least.min(one.sizes.bytes(input.xyzz_bytes));
+                }
+            }
+        }
+        Err(MsmError::AllowanceTooSmall {
+            allowance: input.allowance,
+            needed: least,
+        })
+    }
+
+    /// The plan for a given chunk size.
+    pub fn with_chunk(input: &PlanInput, bits: u32, pass_windows: u32, chunk: usize) -> Plan {
+        let buckets = buckets_per_window(bits);
+        let pairs = chunk * pass_windows as usize;
+        let threads = input.sm_count.max(1) as usize * 1024;
+        let span_affine = (1u32 << floor_log2(pairs / threads).clamp(3, 7)).max(8);
+        // The buckets of a window are summed in segments; aim for a few hundred threads per SM.
+        let all_buckets = pass_windows as usize * buckets as usize;
+        let seg_target = input.sm_count.max(1) as usize * 384;
+        let seg_log = floor_log2(all_buckets / seg_target).min(bits - 1);
+        let segments = all_buckets >> seg_log;
+        let hist = pass_windows as usize * buckets as usize;
+        // Every chain of levels (tail pairs, ones, segment sums) starts in buffer A.
+        let first = level_outputs(pairs, span_affine)
+            .max(level_outputs(chunk.min(PIECE), SPAN_ONES))
+            .max(level_outputs(segments, SPAN_XYZZ));
+        let second = level_outputs(first, SPAN_XYZZ);
+        let piece = chunk.min(PIECE);
+        let sizes = Sizes {
+            staging: if input.staged { 2 * piece } else { 0 },
+            canon: chunk,
+            index: if input.split { chunk } else { 0 },
+            hist,
+            tiles: hist.div_ceil(SCAN_TILE),
+            pairs,
+            partial_a: first,
+            partial_b: second,
+            bucket_points: hist,
+            segment_points: segments,
+            result_points: window_count(bits) as usize + 1,
+        };
+        Plan {
+            bits,
+            windows: window_count(bits),
+            buckets,
+            pass_windows,
+            chunk,
+            piece,
+            span_affine,
+            seg_log,
+            sizes,
+        }
+    }
+
+    fn largest_chunk(input: &PlanInput, bits: u32, pass_windows: u32) -> Option<Plan> {
+        let n = input.n.max(1);
+        let cap = n
+            .min(MAX_CHUNK)
+            .min((MAX_PAIRS / pass_windows as u64) as usize);
+        let fits = |chunk: usize| {
+            let p = Self::with_chunk(input, bits, pass_windows, chunk);
+            (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
+        };
+        if let Some(p) = fits(cap) {
+            return Some(p);
+        }
+        // Bytes grow with the chunk, so the largest that fits is found by bisection.
+        let (mut lo, mut hi) = (0usize, cap);
+        let mut best = None;
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            match fits(mid) {
+                Some(p) => {
+                    lo = mid;
+                    best = Some(p);
+                }
+                None => hi = mid,
+            }
+        }
+        best
+    }
+
+    /// Chunks per pass.
+    pub fn chunks(&self, n: usize) -> usize {
+        n.max(1).div_ceil(self.chunk)
+    }
+
+    /// Passes over the scalars.
+    pub fn passes(&self) -> u32 {
+        self.windows.div_ceil(self.pass_windows)
+    }
+
+    /// Device bytes of the work buffers for XYZZ points of `xyzz` bytes.
+    pub fn bytes(&self, xyzz: usize) -> usize {
+        self.sizes.bytes(xyzz)
+    }
+}
+
+/// Threads a reduction chain launches, level by level, for `m_max` entries: the first level
+/// takes `first_span` entries per thread, the rest [`SPAN_XYZZ`]; it ends with one thread.
+pub fn level_threads(m_max: usize, first_span: u32) -> Vec<usize> {
+    let mut out = vec![m_max.div_ceil(first_span as usize).max(1)];
+    while *out.last().unwrap() > 1 {
+        let m = 2 * out.last().unwrap();
+        out.push(m.div_ceil(SPAN_XYZZ as usize));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(n: usize, allowance: usize) -> PlanInput {
+        PlanInput {
+            n,
+            tail: n,
+            bits: None,
+            split: false,
+            staged: true,
+            xyzz_bytes: 192,
+            sm_count: 132,
+            allowance,
+        }
+    }
+
+    #[test]
+    fn roomy_allowance_takes_every_window_and_the_largest_chunk() {
+        let p = Plan::new(&input(1 << 26, 100 << 30)).unwrap();
+        assert_eq!(p.bits, window_bits(1 << 26, 192));
+        assert_eq!(p.pass_windows, p.windows);
+        assert_eq!(p.chunk, 1 << 26);
+        assert_eq!(p.piece, PIECE);
+        assert!(p.bytes(192) <= 100 << 30);
+        let small = Plan::new(&input(1000, 1 << 30)).unwrap();
+        assert_eq!(small.chunk, 1000);
+        assert_eq!(small.passes(), 1);
+    }
+
+    #[test]
+    fn tight_allowances_shrink_chunk_then_windows_then_width() {
+        let roomy = Plan::new(&input(1 << 20, 64 << 30)).unwrap();
+        for allowance in [256 << 20, 64 << 20, 16 << 20, 4 << 20, 1 << 20, 300 << 10] {
+            let p = Plan::new(&input(1 << 20, allowance)).unwrap();
+            assert!(p.bytes(192) <= allowance, "{p:?} over {allowance}");
+            assert!(p.chunk >= 1 && p.pass_windows >= 1);
+            assert!(p.bits <= roomy.bits);
+        }
+        let tiny = Plan::new(&input(1 << 20, 300 << 10)).unwrap();
+        assert!(tiny.chunk < 1 << 20 || tiny.pass_windows < tiny.windows);
+    }
+
+    #[test]
+    fn forced_width_is_kept_or_refused() {
+        let mut i = input(1 << 16, 1 << 30);
+        i.bits = Some(9);
+        assert_eq!(Plan::new(&i).unwrap().bits, 9);
+        i.bits = Some(30);
+        assert!(matches!(
+            Plan::new(&i),
+            Err(MsmError::BadWindow { bits: 30, .. })
+        ));
+        i.bits = Some(20);
+        i.allowance = 1 << 20;
+        let err = Plan::new(&i).unwrap_err();
+        assert!(
+            matches!(err, MsmError::AllowanceTooSmall { allowance, needed } if allowance == 1 << 20 && needed > 1 << 20),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn hopeless_allowance_names_the_least_that_would_do() {
+        let err = Plan::new(&input(100, 1000)).unwrap_err();
+        let MsmError::AllowanceTooSmall { allowance, needed } = err else {
+            panic!("{err}")
+        };
+        assert_eq!(allowance, 1000);
+        assert!(needed > 1000);
+        assert!(Plan::new(&input(100, needed)).is_ok());
+    }
+
+    #[test]
+    fn too_many_points_are_refused() {
+        assert!(matches!(
+            Plan::new(&input(MAX_POINTS + 1, usize::MAX)),
+            Err(MsmError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn level_chains_end_with_one_thread_and_fit_their_buffers() {
+        for m in [1usize, 2, 7, 8, 9, 1000, 1 << 20, 3 << 28] {
+            for span in [8u32, 32, 128] {
+                let t = level_threads(m, span);
+                assert_eq!(*t.last().unwrap(), 1);
+                for w in t.windows(2) {
+                    assert!(w[1] < w[0] || w[0] == 1);
+                }
+            }
+        }
+        let p = Plan::new(&input(1 << 20, 64 << 30)).unwrap();
+        let t = level_threads(p.sizes.pairs, p.span_affine);
+        assert!(2 * t[0] <= p.sizes.partial_a);
+        if t.len() > 1 {
+            assert!(2 * t[1] <= p.sizes.partial_b);
+        }
+        for (i, &threads) in t.iter().enumerate().skip(2) {
+            let cap = if i % 2 == 0 {
+                p.sizes.partial_a
+            } else {
+                p.sizes.partial_b
+            };
+            assert!(2 * threads <= cap);
+        }
+    }
+
+    #[test]
+    fn widths_grow_with_size() {
+        for xyzz in [192, 384] {
+            let mut last = 0;
+            for log in 0..=31 {
+                let b = window_bits(1usize << log, xyzz);
+                assert!(b >= last && (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&b));
+                last = b;
+            }
+        }
+        assert_eq!(window_bits(1 << 24, 192), 16);
+        assert_eq!(window_bits(1 << 24, 384), 18);
+        assert_eq!(window_bits(1 << 20, 192), 14);
+    }
+}

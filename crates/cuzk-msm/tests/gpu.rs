@@ -1,0 +1,454 @@
+//! GPU tests of the MSM engine against the CPU reference (ignored by default; run with
+//! `--ignored gpu_` on a machine with a CUDA GPU and the kernel image).
+//!
+//! Inputs are fresh seeded random scalars and bases; every assertion names the group, size,
+//! case and configuration. CPU references are computed once per input set.
+#![cfg(feature = "cuda")]
+
+use cuzk_cuda::{Device, Stream};
+use cuzk_field::{FrRepr, PrimeCurveAffine, Scalar};
+use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD};
+use cuzk_msm::plan::{Plan, PlanInput};
+use cuzk_msm::testing::{
+    generated_msm, generated_multiplier, random_bases, random_scalars, sparse_scalars, to_reprs,
+};
+use cuzk_msm::{cpu, MsmCurve, MsmError, G1, G2};
+use ff::Field;
+use group::{Curve, Group};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+struct Gpu {
+    device: Device,
+    stream: Stream,
+    engine: MsmEngine,
+}
+
+fn gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let device = Device::open(0).expect("a CUDA device");
+        let stream = device.new_stream().unwrap();
+        let engine = MsmEngine::new(&device).expect("the MSM kernels");
+        Gpu {
+            device,
+            stream,
+            engine,
+        }
+    })
+}
+
+/// How a call receives its scalars.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Pinned,
+    Host,
+    Device,
+}
+
+fn config(split: Split) -> MsmConfig {
+    MsmConfig {
+        split,
+        ..MsmConfig::default()
+    }
+}
+
+fn run<C: MsmCurve>(
+    bases: &Bases<C>,
+    scalars: &[FrRepr],
+    via: Via,
+    cfg: &MsmConfig,
+) -> Result<C::Projective, MsmError> {
+    let g = gpu();
+    match via {
+        Via::Pinned => {
+            let mut pinned = g.device.alloc_pinned::<FrRepr>(scalars.len())?;
+            pinned.as_mut_slice()?.copy_from_slice(scalars);
+            g.engine
+                .msm_with(&g.stream, bases, Scalars::Pinned(&pinned), cfg)
+                .map(|r| r.0)
+        }
+        Via::Host => g
+            .engine
+            .msm_with(&g.stream, bases, Scalars::Host(scalars), cfg)
+            .map(|r| r.0),
+        Via::Device => {
+            let d = g.stream.upload(scalars)?;
+            g.engine
+                .msm_with(&g.stream, bases, Scalars::Device(&d), cfg)
+                .map(|r| r.0)
+        }
+    }
+}
+
+fn upload<C: MsmCurve>(points: &[C::Affine]) -> Bases<C> {
+    let reprs: Vec<C::AffineRepr> = points.iter().map(C::to_repr).collect();
+    gpu().engine.upload_bases(&gpu().stream, &reprs).unwrap()
+}
+
+/// Checks every way of running an MSM against `want`.
+fn check<C: MsmCurve>(what: &str, bases: &Bases<C>, scalars: &[Scalar], want: &C::Projective) {
+    let reprs = to_reprs(scalars);
+    let cases = [
+        (Via::Pinned, Split::Auto),
+        (Via::Pinned, Split::Dense),
+        (Via::Pinned, Split::Always),
+        (Via::Device, Split::Dense),
+        (Via::Device, Split::Always),
+    ];
+    for (via, split) in cases {
+        let got = run::<C>(bases, &reprs, via, &config(split))
+            .unwrap_or_else(|e| panic!("{} {what}: {via:?} {split:?}: {e}", C::NAME));
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "{} {what} (n = {}): {via:?} {split:?}",
+            C::NAME,
+            scalars.len()
+        );
+    }
+}
+
+fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    eprintln!("    {what}: {:.2} s", t.elapsed().as_secs_f64());
+    out
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_generated_points_are_the_expected_multiples() {
+    fn one<C: MsmCurve>(n: usize, seed: u64) {
+        let g = gpu();
+        let bases = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
+        let host = bases.download(&g.stream).unwrap();
+        assert_eq!(host.len(), n);
+        let per = GEN_POINTS_PER_THREAD;
+        for i in (0..n).step_by(37).chain([n - 1]) {
+            let p = C::from_repr(&host[i]).unwrap_or_else(|e| panic!("{} point {i}: {e}", C::NAME));
+            let want = C::Projective::generator() * generated_multiplier(seed, i as u64, per);
+            assert_eq!(p.to_curve(), want, "{} generated point {i}", C::NAME);
+        }
+    }
+    one::<G1>(1000, 11);
+    one::<G2>(333, 12);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_g1_small_and_odd_sizes() {
+    let max = 20_000;
+    let bases_host = random_bases::<G1>(max, 1);
+    let bases = upload::<G1>(&bases_host);
+    for (i, n) in [1usize, 2, 3, 5, 17, 100, 1000, 3001, 12_345, 19_999]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars = random_scalars(n, 100 + i as u64);
+        let want = cpu::msm::<G1>(&bases_host[..n], &scalars).unwrap();
+        check::<G1>("random", &bases, &scalars, &want);
+    }
+    // Scalars through pageable host memory too.
+    let scalars = random_scalars(777, 5);
+    let want = cpu::msm::<G1>(&bases_host[..777], &scalars).unwrap();
+    let got = run::<G1>(
+        &bases,
+        &to_reprs(&scalars),
+        Via::Host,
+        &MsmConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(got, want, "pageable host scalars");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_g1_powers_of_two_up_to_2_20() {
+    let max = 1 << 20;
+    let bases_host = timed("2^20 G1 bases", || random_bases::<G1>(max, 2));
+    let bases = upload::<G1>(&bases_host);
+    for log in 10..=20 {
+        let n = 1usize << log;
+        let scalars = random_scalars(n, 200 + log);
+        let want = timed(&format!("reference 2^{log}"), || {
+            cpu::msm::<G1>(&bases_host[..n], &scalars).unwrap()
+        });
+        let reprs = to_reprs(&scalars);
+        let via = [Via::Pinned, Via::Device, Via::Host][log as usize % 3];
+        for split in [Split::Dense, Split::Always] {
+            let got = run::<G1>(&bases, &reprs, via, &config(split)).unwrap();
+            assert_eq!(got, want, "G1 2^{log} {via:?} {split:?}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_g2_sizes_up_to_2_20() {
+    let max = 1 << 20;
+    let bases_host = timed("2^20 G2 bases", || random_bases::<G2>(max, 3));
+    let bases = upload::<G2>(&bases_host);
+    for (i, n) in [1usize, 3, 1000, 4099, 1 << 16, 1 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars = random_scalars(n, 300 + i as u64);
+        let want = timed(&format!("G2 reference {n}"), || {
+            cpu::msm::<G2>(&bases_host[..n], &scalars).unwrap()
+        });
+        if n <= 1 << 16 {
+            check::<G2>("random", &bases, &scalars, &want);
+        } else {
+            let got = run::<G2>(
+                &bases,
+                &to_reprs(&scalars),
+                Via::Pinned,
+                &MsmConfig::default(),
+            );
+            assert_eq!(got.unwrap(), want, "G2 n = {n}");
+        }
+    }
+}
+
+fn edge_cases<C: MsmCurve>(n: usize, seed: u64) {
+    let mut bases_host = random_bases::<C>(n, seed);
+    let scalars = random_scalars(n, seed + 1);
+    let bases = upload::<C>(&bases_host);
+    let reference = |b: &[C::Affine], s: &[Scalar]| cpu::msm::<C>(b, s).unwrap();
+
+    check::<C>(
+        "all-zero scalars",
+        &bases,
+        &vec![Scalar::ZERO; n],
+        &C::Projective::identity(),
+    );
+    let all_one = vec![Scalar::ONE; n];
+    check::<C>(
+        "all-one scalars",
+        &bases,
+        &all_one,
+        &reference(&bases_host, &all_one),
+    );
+    let minus_one = vec![-Scalar::ONE; n];
+    check::<C>(
+        "scalar r - 1",
+        &bases,
+        &minus_one,
+        &reference(&bases_host, &minus_one),
+    );
+
+    // Identity bases among random ones.
+    for i in (0..n).step_by(3) {
+        bases_host[i] = C::Affine::identity();
+    }
+    let with_identity = upload::<C>(&bases_host);
+    check::<C>(
+        "identity bases",
+        &with_identity,
+        &scalars,
+        &reference(&bases_host, &scalars),
+    );
+    let only_identity = upload::<C>(&vec![C::Affine::identity(); n]);
+    check::<C>(
+        "only identity bases",
+        &only_identity,
+        &scalars,
+        &C::Projective::identity(),
+    );
+
+    // Repeated bases: doublings inside buckets, and P + (−P) with r − 1 mixed in.
+    let repeated_host: Vec<C::Affine> = (0..n).map(|i| bases_host[1 + i % 5]).collect();
+    let repeated = upload::<C>(&repeated_host);
+    let mut mixed = scalars.clone();
+    for i in (0..n).step_by(2) {
+        mixed[i] = -Scalar::ONE;
+    }
+    check::<C>(
+        "repeated bases",
+        &repeated,
+        &mixed,
+        &reference(&repeated_host, &mixed),
+    );
+    let same = vec![Scalar::from(12345u64); n];
+    check::<C>(
+        "repeated bases, one scalar",
+        &repeated,
+        &same,
+        &reference(&repeated_host, &same),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_edge_cases_g1_and_g2() {
+    edge_cases::<G1>(4096 + 7, 40);
+    edge_cases::<G2>(1500, 41);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_sparse_bitmaps() {
+    let max = 1 << 18;
+    let bases_host = random_bases::<G1>(max, 6);
+    let bases = upload::<G1>(&bases_host);
+    for (i, (n, p0, p1)) in [(1000, 0.5, 0.45), (1 << 16, 0.3, 0.3), (max, 0.495, 0.495)]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars = sparse_scalars(n, p0, p1, 60 + i as u64);
+        let want = cpu::msm::<G1>(&bases_host[..n], &scalars).unwrap();
+        check::<G1>(&format!("sparse {p0}/{p1}"), &bases, &scalars, &want);
+    }
+    let g2_host = random_bases::<G2>(3000, 7);
+    let scalars = sparse_scalars(3000, 0.4, 0.5, 8);
+    let want = cpu::msm::<G2>(&g2_host, &scalars).unwrap();
+    check::<G2>("sparse", &upload::<G2>(&g2_host), &scalars, &want);
+}
+
+fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
+    let g = gpu();
+    let bases_host = random_bases::<C>(n, seed);
+    let bases = upload::<C>(&bases_host);
+    let scalars = sparse_scalars(n, 0.2, 0.2, seed + 1);
+    let want = cpu::msm::<C>(&bases_host, &scalars).unwrap();
+    let reprs = to_reprs(&scalars);
+    let mut pinned = g.device.alloc_pinned::<FrRepr>(n).unwrap();
+    pinned.as_mut_slice().unwrap().copy_from_slice(&reprs);
+    // An allowance far below one that would do.
+    let tight = MsmConfig {
+        vram_allowance: Some(1000),
+        window_bits: Some(10),
+        split: Split::Always,
+        ..MsmConfig::default()
+    };
+    match g
+        .engine
+        .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &tight)
+    {
+        Err(MsmError::AllowanceTooSmall {
+            allowance: 1000,
+            needed,
+        }) => assert!(needed > 1000),
+        other => panic!("expected AllowanceTooSmall, got {:?}", other.map(|r| r.1)),
+    }
+    // Allowances that hold a few windows and a fraction of the points at a time.
+    let input = PlanInput {
+        n,
+        tail: n,
+        bits: Some(10),
+        split: true,
+        staged: true,
+        xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
+        sm_count: g.device.info().sm_count,
+        allowance: 0,
+    };
+    for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
+        let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
+        for split in [Split::Always, Split::Dense] {
+            let cfg = MsmConfig {
+                vram_allowance: Some(allowance),
+                split,
+                ..tight
+            };
+            let (got, info) = g
+                .engine
+                .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &cfg)
+                .unwrap();
+            assert!(
+                info.plan.chunks(n) > 1 || info.plan.passes() > 1,
+                "allowance {allowance} should chunk: {:?}",
+                info.plan
+            );
+            assert_eq!(
+                got,
+                want,
+                "{} allowance {allowance} {split:?}: {:?}",
+                C::NAME,
+                info.plan
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_tiny_vram_allowance_chunks_with_the_same_result() {
+    tiny_allowance::<G1>(20_000, 70);
+    tiny_allowance::<G2>(5_000, 71);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_every_window_width_and_bad_inputs() {
+    let n = 3000;
+    let bases_host = random_bases::<G1>(n, 80);
+    let bases = upload::<G1>(&bases_host);
+    let scalars = random_scalars(n, 81);
+    let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
+    let reprs = to_reprs(&scalars);
+    for bits in [2, 3, 5, 7, 9, 13, 16, 20] {
+        let cfg = MsmConfig {
+            window_bits: Some(bits),
+            ..MsmConfig::default()
+        };
+        let got = run::<G1>(&bases, &reprs, Via::Device, &cfg).unwrap();
+        assert_eq!(got, want, "window bits {bits}");
+    }
+    // More scalars than bases.
+    let err = run::<G1>(
+        &bases,
+        &to_reprs(&random_scalars(n + 1, 1)),
+        Via::Host,
+        &MsmConfig::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MsmError::LengthMismatch {
+                bases: 3000,
+                scalars: 3001
+            }
+        ),
+        "{err}"
+    );
+    // Fewer scalars pair with the first bases.
+    let got = run::<G1>(&bases, &reprs[..10], Via::Host, &MsmConfig::default()).unwrap();
+    assert_eq!(
+        got,
+        cpu::msm::<G1>(&bases_host[..10], &scalars[..10]).unwrap()
+    );
+    let empty = run::<G1>(&bases, &[], Via::Host, &MsmConfig::default()).unwrap();
+    assert_eq!(empty, group::Group::identity());
+}
+
+fn spot<C: MsmCurve>(n: usize, seed: u64) {
+    let g = gpu();
+    let bases = timed(&format!("{} generate 2^24-ish bases", C::NAME), || {
+        let b = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
+        g.stream.synchronize().unwrap();
+        b
+    });
+    for (i, scalars) in [
+        random_scalars(n, seed + 1),
+        sparse_scalars(n, 0.49, 0.5, seed + 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
+        let reprs = to_reprs(&scalars);
+        let got = timed(&format!("{} MSM of {n}", C::NAME), || {
+            run::<C>(&bases, &reprs, Via::Pinned, &MsmConfig::default()).unwrap()
+        });
+        assert_eq!(got, want, "{} spot check n = {n}, set {i}", C::NAME);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_spot_checks_at_2_24() {
+    spot::<G1>((1 << 24) + 5, 90);
+    spot::<G2>(1 << 24, 91);
+}

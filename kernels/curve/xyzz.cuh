@@ -1,0 +1,194 @@
+//! Short-Weierstrass point arithmetic (a = 0, so both BLS12-381 G1 over fp_t and G2 over fp2_t)
+//! in affine and extended Jacobian "XYZZ" coordinates, written once for every coordinate field.
+//!
+//! XYZZ represents (x, y) = (X / ZZ, Y / ZZZ) with ZZ³ = ZZZ². It is the cheapest coordinate
+//! system for Pippenger's buckets: adding an affine point costs 8M + 2S and no inversion, and
+//! doubling never needs the curve constant. The point at infinity is ZZ = ZZZ = 0; storing it as
+//! all-zero limbs lets a buffer of buckets be cleared with a memset. Affine points follow blst:
+//! the identity is all zeros, and since G1 and G2 have prime order no other point has y = 0,
+//! so `y = 0` identifies it.
+#pragma once
+
+#include "field/bls12_381.cuh"
+
+namespace cuzk {
+
+template <class F>
+struct affine_t {
+    F x, y;
+};
+
+template <class F>
+struct xyzz_t {
+    F x, y, zz, zzz;
+};
+
+// Whole-struct copies through 16-byte words: every point layout is a multiple of 16 bytes and
+// buffers are at least 256-byte aligned, while the limb arrays only promise 4-byte alignment,
+// which would otherwise split each point into 4-byte loads.
+template <class T>
+__device__ __forceinline__ T load16(const T* p) {
+    static_assert(sizeof(T) % 16 == 0, "point layouts are multiples of 16 bytes");
+    T out;
+    const uint4* src = reinterpret_cast<const uint4*>(p);
+    uint4* dst = reinterpret_cast<uint4*>(&out);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) / 16); ++i) dst[i] = src[i];
+    return out;
+}
+
+template <class T>
+__device__ __forceinline__ void store16(T* p, const T& v) {
+    static_assert(sizeof(T) % 16 == 0, "point layouts are multiples of 16 bytes");
+    uint4* dst = reinterpret_cast<uint4*>(p);
+    const uint4* src = reinterpret_cast<const uint4*>(&v);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) / 16); ++i) dst[i] = src[i];
+}
+
+template <class F>
+__device__ __forceinline__ bool is_identity(const affine_t<F>& p) {
+    return is_zero(p.y);
+}
+
+template <class F>
+__device__ __forceinline__ bool is_inf(const xyzz_t<F>& p) {
+    return is_zero(p.zz);
+}
+
+template <class F>
+__device__ __forceinline__ void set_inf(xyzz_t<F>& p) {
+    p.x = zero<F>();
+    p.y = zero<F>();
+    p.zz = zero<F>();
+    p.zzz = zero<F>();
+}
+
+template <class F>
+__device__ __forceinline__ void from_affine(xyzz_t<F>& out, const affine_t<F>& p) {
+    out.x = p.x;
+    out.y = p.y;
+    out.zz = one<F>();
+    out.zzz = one<F>();
+}
+
+// 2·(x, y) for an affine point other than the identity (EFD mdbl-2008-s-1): 4M + 3S, the rare
+// branch of a mixed addition of a point to itself.
+template <class F>
+__device__ void dbl_affine(xyzz_t<F>& out, const affine_t<F>& p) {
+    const F u = dbl(p.y);
+    const F v = sqr(u);
+    const F w = mul(u, v);
+    const F s = mul(p.x, v);
+    const F x2 = sqr(p.x);
+    const F m = add(dbl(x2), x2);
+    const F x3 = sub(sub(sqr(m), s), s);
+    out.y = sub(mul(m, sub(s, x3)), mul(w, p.y));
+    out.x = x3;
+    out.zz = v;
+    out.zzz = w;
+}
+
+// a ← 2a (EFD dbl-2008-s-1 with a = 0). Infinity stays infinity since ZZ and ZZZ scale.
+template <class F>
+__device__ void dbl_xyzz(xyzz_t<F>& a) {
+    if (is_inf(a)) return;
+    const F u = dbl(a.y);
+    const F v = sqr(u);
+    const F w = mul(u, v);
+    const F s = mul(a.x, v);
+    const F x2 = sqr(a.x);
+    const F m = add(dbl(x2), x2);
+    const F x3 = sub(sub(sqr(m), s), s);
+    a.y = sub(mul(m, sub(s, x3)), mul(w, a.y));
+    a.x = x3;
+    a.zz = mul(a.zz, v);
+    a.zzz = mul(a.zzz, w);
+}
+
+// a ← a + p for an affine p that is not the identity (EFD madd-2008-s): 8M + 2S. Handles a at
+// infinity, p = a (doubling) and p = −a (infinity), all of which Pippenger meets with
+// repeated bases or scalars.
+template <class F>
+__device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
+    if (is_inf(a)) {
+        from_affine(a, p);
+        return;
+    }
+    const F u2 = mul(p.x, a.zz);
+    const F s2 = mul(p.y, a.zzz);
+    const F pd = sub(u2, a.x);
+    const F r = sub(s2, a.y);
+    if (is_zero(pd)) {
+        if (is_zero(r)) {
+            dbl_affine(a, p);
+        } else {
+            set_inf(a);
+        }
+        return;
+    }
+    const F pp = sqr(pd);
+    const F ppp = mul(pd, pp);
+    const F q = mul(a.x, pp);
+    const F x3 = sub(sub(sqr(r), ppp), dbl(q));
+    a.y = sub(mul(r, sub(q, x3)), mul(a.y, ppp));
+    a.x = x3;
+    a.zz = mul(a.zz, pp);
+    a.zzz = mul(a.zzz, ppp);
+}
+
+// a ← a + b (EFD add-2008-s): 12M + 2S, with every special case handled.
+template <class F>
+__device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
+    if (is_inf(b)) return;
+    if (is_inf(a)) {
+        a = b;
+        return;
+    }
+    const F u1 = mul(a.x, b.zz);
+    const F u2 = mul(b.x, a.zz);
+    const F s1 = mul(a.y, b.zzz);
+    const F s2 = mul(b.y, a.zzz);
+    const F pd = sub(u2, u1);
+    const F r = sub(s2, s1);
+    if (is_zero(pd)) {
+        if (is_zero(r)) {
+            dbl_xyzz(a);
+        } else {
+            set_inf(a);
+        }
+        return;
+    }
+    const F pp = sqr(pd);
+    const F ppp = mul(pd, pp);
+    const F q = mul(u1, pp);
+    const F x3 = sub(sub(sqr(r), ppp), dbl(q));
+    a.y = sub(mul(r, sub(q, x3)), mul(s1, ppp));
+    a.x = x3;
+    a.zz = mul(mul(a.zz, b.zz), pp);
+    a.zzz = mul(mul(a.zzz, b.zzz), ppp);
+}
+
+template <class F>
+__device__ __forceinline__ affine_t<F> neg_affine(const affine_t<F>& p) {
+    affine_t<F> out;
+    out.x = p.x;
+    out.y = neg(p.y);
+    return out;
+}
+
+// k·a for a small public multiplier, most significant bit first.
+template <class F>
+__device__ void mul_small(xyzz_t<F>& out, const xyzz_t<F>& a, uint32_t k) {
+    set_inf(out);
+    if (k == 0 || is_inf(a)) return;
+    const int top = 31 - __clz(k);
+    out = a;
+#pragma unroll 1
+    for (int bit = top - 1; bit >= 0; --bit) {
+        dbl_xyzz(out);
+        if ((k >> bit) & 1) add_xyzz(out, a);
+    }
+}
+
+}  // namespace cuzk

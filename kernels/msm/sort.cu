@@ -1,0 +1,260 @@
+//! The curve-independent half of the MSM: scalars out of Montgomery form and sorted into 0, 1
+//! and the rest, signed window digits, and a counting sort of (bucket, point) pairs.
+//! Exported: cuzk_msm_prepare, cuzk_msm_histogram, cuzk_msm_scatter, cuzk_msm_scan_tiles,
+//! cuzk_msm_scan_sums, cuzk_msm_scan_add.
+#include "field/bls12_381.cuh"
+
+namespace cuzk {
+namespace msm_sort {
+
+// Mirrors `DigitParams` in crates/cuzk-msm/src/gpu/launch.rs.
+struct DigitParams {
+    uint32_t n;            // scalars in this chunk
+    uint32_t base_offset;  // index in the bases of the chunk's first scalar
+    uint32_t c;            // window bits; buckets per window are 2^(c-1)
+    uint32_t w_begin;      // first window of this pass
+    uint32_t w_count;      // windows in this pass
+    uint32_t flags;        // FLAG_INDEXED: entry j is point tail_idx[j], else base_offset + j
+};
+constexpr uint32_t FLAG_INDEXED = 1;
+
+constexpr uint32_t SIGN_BIT = 0x80000000u;
+constexpr uint32_t SCAN_BLOCK = 256;
+constexpr uint32_t SCAN_ITEMS = 16;
+constexpr uint32_t SCAN_TILE = SCAN_BLOCK * SCAN_ITEMS;
+
+__device__ __forceinline__ bool is_zero_limbs(const fr_t& s) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc |= s.val[i];
+    return acc == 0;
+}
+
+__device__ __forceinline__ bool is_one_limbs(const fr_t& s) {
+    uint32_t acc = s.val[0] ^ 1u;
+#pragma unroll
+    for (int i = 1; i < 8; ++i) acc |= s.val[i];
+    return acc == 0;
+}
+
+// Bits [pos, pos + c) of a 256-bit little-endian number, c ≤ 31.
+__device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t pos, uint32_t c) {
+    const uint32_t limb = pos >> 5, shift = pos & 31;
+    const uint64_t lo = limb < 8 ? s.val[limb] : 0;
+    const uint64_t hi = limb + 1 < 8 ? s.val[limb + 1] : 0;
+    return (uint32_t)(((lo | (hi << 32)) >> shift) & ((1ull << c) - 1));
+}
+
+// The signed digit of window w given the carry out of window w − 1 (updated): its magnitude,
+// with `negative` set when the digit is −magnitude. Digits lie in (−2^(c−1), 2^(c−1)]; a window
+// above that takes 2^c off and carries one upward, so that s = Σ d_w·2^(c·w).
+__device__ __forceinline__ uint32_t next_digit(const fr_t& s, uint32_t w, uint32_t c,
+                                               uint32_t& carry, bool& negative) {
+    const uint32_t d = window_bits(s, w * c, c) + carry;
+    negative = d > (1u << (c - 1));
+    carry = negative ? 1 : 0;
+    return negative ? (1u << c) - d : d;
+}
+
+// Calls f(window − w_begin, |d|, negative) for every non-zero digit d of the windows
+// [w_begin, w_begin + w_count) of s. Digits below w_begin are still computed for their carry.
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const fr_t& s, const DigitParams& p, Fn f) {
+    const uint32_t w_end = p.w_begin + p.w_count;
+    uint32_t carry = 0;
+#pragma unroll 1
+    for (uint32_t w = 0; w < w_end; ++w) {
+        bool negative;
+        const uint32_t d = next_digit(s, w, p.c, carry, negative);
+        if (w >= p.w_begin && d != 0) f(w - p.w_begin, d, negative);
+    }
+}
+
+// Exclusive scan of one value per thread across the block (blockDim.x a multiple of 32).
+__device__ uint32_t block_exclusive_scan(uint32_t v, uint32_t& total) {
+    __shared__ uint32_t warp_sums[32];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t warps = blockDim.x >> 5;
+    uint32_t x = v;
+#pragma unroll
+    for (uint32_t o = 1; o < 32; o <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t w = lane < warps ? warp_sums[lane] : 0;
+#pragma unroll
+        for (uint32_t o = 1; o < 32; o <<= 1) {
+            const uint32_t y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    total = warp_sums[warps - 1];
+    return (warp > 0 ? warp_sums[warp - 1] : 0) + x - v;
+}
+
+}  // namespace msm_sort
+}  // namespace cuzk
+
+using cuzk::msm_sort::DigitParams;
+
+// Converts n Montgomery scalars `in` (a piece of the chunk) to canonical form. Dense
+// (split = 0): canon[canon_offset + i] is scalar i and counts[0] = canon_offset + n, so after the
+// chunk's last piece counts[0] is the chunk's length. Split: zeros are dropped, the bases index
+// (base_offset + i) of every scalar equal to one is appended to ones_idx (counts[1] of them),
+// and every other scalar is appended to canon with its bases index in tail_idx (counts[0] of
+// them). Appends are warp-aggregated: one atomic per warp from the warp's ballot bitmaps. The
+// counts to append to must be zeroed beforehand.
+extern "C" __global__ void cuzk_msm_prepare(const fr_t* in, uint32_t n, uint32_t base_offset,
+                                            uint32_t canon_offset, uint32_t split, fr_t* canon,
+                                            uint32_t* tail_idx, uint32_t* ones_idx,
+                                            uint32_t* counts) {
+    using namespace cuzk::msm_sort;
+    const uint32_t lane = threadIdx.x & 31;
+    const uint64_t stride = cuzk::thread_count();
+    if (!split) {
+        if (cuzk::thread_index() == 0) counts[0] = canon_offset + n;
+        for (uint64_t i = cuzk::thread_index(); i < n; i += stride)
+            canon[canon_offset + i] = cuzk::from_mont(in[i]);
+        return;
+    }
+    // Warp-uniform loop so that every lane takes part in the ballots.
+    for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n;
+         base += stride) {
+        const uint64_t i = base + lane;
+        fr_t s;
+        bool one = false, other = false;
+        if (i < n) {
+            s = cuzk::from_mont(in[i]);
+            one = is_one_limbs(s);
+            other = !one && !is_zero_limbs(s);
+        }
+        const uint32_t below = (1u << lane) - 1;
+        const uint32_t other_mask = __ballot_sync(0xffffffffu, other);
+        const uint32_t one_mask = __ballot_sync(0xffffffffu, one);
+        uint32_t other_at = 0, one_at = 0;
+        if (lane == 0) {
+            if (other_mask) other_at = atomicAdd(&counts[0], __popc(other_mask));
+            if (one_mask) one_at = atomicAdd(&counts[1], __popc(one_mask));
+        }
+        other_at = __shfl_sync(0xffffffffu, other_at, 0);
+        one_at = __shfl_sync(0xffffffffu, one_at, 0);
+        if (other) {
+            const uint32_t at = other_at + __popc(other_mask & below);
+            canon[at] = s;
+            tail_idx[at] = base_offset + (uint32_t)i;
+        }
+        if (one) ones_idx[one_at + __popc(one_mask & below)] = base_offset + (uint32_t)i;
+    }
+}
+
+// hist[w·2^(c−1) + |d| − 1] += 1 for every non-zero digit d of window w of the counts[0]
+// canonical scalars in canon.
+extern "C" __global__ void cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts,
+                                              DigitParams p, uint32_t* hist) {
+    using namespace cuzk::msm_sort;
+    const uint32_t m = counts[0];
+    const uint32_t half = 1u << (p.c - 1);
+    for (uint64_t j = cuzk::thread_index(); j < m; j += cuzk::thread_count()) {
+        const fr_t s = canon[j];
+        for_each_digit(s, p, [&](uint32_t w, uint32_t d, bool) {
+            atomicAdd(&hist[w * half + d - 1], 1u);
+        });
+    }
+}
+
+// Places every (bucket, point) pair at cursor[bucket]++ (cursor = the exclusive scan of the
+// histogram): pairs[pos] = (bucket, point index | SIGN_BIT when the digit is negative), one
+// 8-byte store so that each pair dirties one sector, not two. Windows go in batches: all the
+// batch's atomics are issued before any store waits on one, so their latencies overlap.
+extern "C" __global__ void cuzk_msm_scatter(const fr_t* canon, const uint32_t* tail_idx,
+                                            const uint32_t* counts, DigitParams p,
+                                            uint32_t* cursor, uint2* pairs) {
+    using namespace cuzk::msm_sort;
+    constexpr uint32_t BATCH = 8;
+    const uint32_t m = counts[0];
+    const uint32_t half = 1u << (p.c - 1);
+    const uint32_t w_end = p.w_begin + p.w_count;
+    for (uint64_t j = cuzk::thread_index(); j < m; j += cuzk::thread_count()) {
+        const fr_t s = canon[j];
+        const uint32_t point =
+            (p.flags & FLAG_INDEXED) ? tail_idx[j] : p.base_offset + (uint32_t)j;
+        uint32_t carry = 0;
+#pragma unroll 1
+        for (uint32_t w0 = 0; w0 < w_end; w0 += BATCH) {
+            uint32_t key[BATCH], val[BATCH], pos[BATCH];
+#pragma unroll
+            for (uint32_t b = 0; b < BATCH; ++b) {
+                const uint32_t w = w0 + b;
+                key[b] = UINT32_MAX;
+                if (w < w_end) {
+                    bool negative;
+                    const uint32_t d = next_digit(s, w, p.c, carry, negative);
+                    if (w >= p.w_begin && d != 0) {
+                        key[b] = (w - p.w_begin) * half + d - 1;
+                        val[b] = point | (negative ? SIGN_BIT : 0u);
+                    }
+                }
+            }
+#pragma unroll
+            for (uint32_t b = 0; b < BATCH; ++b)
+                if (key[b] != UINT32_MAX) pos[b] = atomicAdd(&cursor[key[b]], 1u);
+#pragma unroll
+            for (uint32_t b = 0; b < BATCH; ++b)
+                if (key[b] != UINT32_MAX) pairs[pos[b]] = make_uint2(key[b], val[b]);
+        }
+    }
+}
+
+// Exclusive scan, step 1 of 3: out[i] = sum of in[tile start .. i) within each tile of
+// SCAN_TILE elements, tile_sums[tile] = the tile's total. blockDim.x = SCAN_BLOCK.
+extern "C" __global__ void cuzk_msm_scan_tiles(const uint32_t* in, uint32_t len, uint32_t* out,
+                                               uint32_t* tile_sums) {
+    using namespace cuzk::msm_sort;
+    const uint64_t start = (uint64_t)blockIdx.x * SCAN_TILE + threadIdx.x * SCAN_ITEMS;
+    uint32_t items[SCAN_ITEMS];
+    uint32_t sum = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_ITEMS; ++k) {
+        items[k] = start + k < len ? in[start + k] : 0;
+        sum += items[k];
+    }
+    uint32_t total;
+    uint32_t run = block_exclusive_scan(sum, total);
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_ITEMS; ++k) {
+        if (start + k < len) out[start + k] = run;
+        run += items[k];
+    }
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// Step 2: exclusive scan of the tile sums in place, by one block; *total = the grand total.
+extern "C" __global__ void cuzk_msm_scan_sums(uint32_t* tile_sums, uint32_t tiles,
+                                              uint32_t* total) {
+    using namespace cuzk::msm_sort;
+    const uint32_t per = (tiles + blockDim.x - 1) / blockDim.x;
+    const uint32_t start = threadIdx.x * per;
+    uint32_t sum = 0;
+    for (uint32_t k = 0; k < per && start + k < tiles; ++k) sum += tile_sums[start + k];
+    uint32_t grand;
+    uint32_t run = block_exclusive_scan(sum, grand);
+    for (uint32_t k = 0; k < per && start + k < tiles; ++k) {
+        const uint32_t v = tile_sums[start + k];
+        tile_sums[start + k] = run;
+        run += v;
+    }
+    if (threadIdx.x == 0) *total = grand;
+}
+
+// Step 3: adds each tile's offset to its elements.
+extern "C" __global__ void cuzk_msm_scan_add(uint32_t* out, uint32_t len,
+                                             const uint32_t* tile_sums) {
+    using namespace cuzk::msm_sort;
+    for (uint64_t i = cuzk::thread_index(); i < len; i += cuzk::thread_count())
+        out[i] += tile_sums[i / SCAN_TILE];
+}
