@@ -46,6 +46,10 @@ __device__ __forceinline__ void store16(T* p, const T& v) {
     for (int i = 0; i < (int)(sizeof(T) / 16); ++i) dst[i] = src[i];
 }
 
+// Coordinate multiplication: Fp2 products use the lazily reduced Karatsuba form.
+__device__ __forceinline__ fp_t pmul(fp_t a, fp_t b) { return mul(a, b); }
+__device__ __forceinline__ fp2_t pmul(fp2_t a, fp2_t b) { return mul_lazy(a, b); }
+
 template <class F>
 __device__ __forceinline__ bool is_identity(const affine_t<F>& p) {
     return is_zero(p.y);
@@ -78,12 +82,12 @@ template <class F>
 __device__ void dbl_affine(xyzz_t<F>& out, const affine_t<F>& p) {
     const F u = dbl(p.y);
     const F v = sqr(u);
-    const F w = mul(u, v);
-    const F s = mul(p.x, v);
+    const F w = pmul(u, v);
+    const F s = pmul(p.x, v);
     const F x2 = sqr(p.x);
     const F m = add(dbl(x2), x2);
     const F x3 = sub(sub(sqr(m), s), s);
-    out.y = sub(mul(m, sub(s, x3)), mul(w, p.y));
+    out.y = sub(pmul(m, sub(s, x3)), pmul(w, p.y));
     out.x = x3;
     out.zz = v;
     out.zzz = w;
@@ -95,15 +99,15 @@ __device__ void dbl_xyzz(xyzz_t<F>& a) {
     if (is_inf(a)) return;
     const F u = dbl(a.y);
     const F v = sqr(u);
-    const F w = mul(u, v);
-    const F s = mul(a.x, v);
+    const F w = pmul(u, v);
+    const F s = pmul(a.x, v);
     const F x2 = sqr(a.x);
     const F m = add(dbl(x2), x2);
     const F x3 = sub(sub(sqr(m), s), s);
-    a.y = sub(mul(m, sub(s, x3)), mul(w, a.y));
+    a.y = sub(pmul(m, sub(s, x3)), pmul(w, a.y));
     a.x = x3;
-    a.zz = mul(a.zz, v);
-    a.zzz = mul(a.zzz, w);
+    a.zz = pmul(a.zz, v);
+    a.zzz = pmul(a.zzz, w);
 }
 
 // a ← a + p for an affine p that is not the identity (EFD madd-2008-s): 8M + 2S. Handles a at
@@ -115,8 +119,8 @@ __device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
         from_affine(a, p);
         return;
     }
-    const F u2 = mul(p.x, a.zz);
-    const F s2 = mul(p.y, a.zzz);
+    const F u2 = pmul(p.x, a.zz);
+    const F s2 = pmul(p.y, a.zzz);
     const F pd = sub(u2, a.x);
     const F r = sub(s2, a.y);
     if (is_zero(pd)) {
@@ -128,13 +132,13 @@ __device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
         return;
     }
     const F pp = sqr(pd);
-    const F ppp = mul(pd, pp);
-    const F q = mul(a.x, pp);
+    const F ppp = pmul(pd, pp);
+    const F q = pmul(a.x, pp);
     const F x3 = sub(sub(sqr(r), ppp), dbl(q));
-    a.y = sub(mul(r, sub(q, x3)), mul(a.y, ppp));
+    a.y = sub(pmul(r, sub(q, x3)), pmul(a.y, ppp));
     a.x = x3;
-    a.zz = mul(a.zz, pp);
-    a.zzz = mul(a.zzz, ppp);
+    a.zz = pmul(a.zz, pp);
+    a.zzz = pmul(a.zzz, ppp);
 }
 
 // a ← a + b (EFD add-2008-s): 12M + 2S, with every special case handled.
@@ -145,10 +149,10 @@ __device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
         a = b;
         return;
     }
-    const F u1 = mul(a.x, b.zz);
-    const F u2 = mul(b.x, a.zz);
-    const F s1 = mul(a.y, b.zzz);
-    const F s2 = mul(b.y, a.zzz);
+    const F u1 = pmul(a.x, b.zz);
+    const F u2 = pmul(b.x, a.zz);
+    const F s1 = pmul(a.y, b.zzz);
+    const F s2 = pmul(b.y, a.zzz);
     const F pd = sub(u2, u1);
     const F r = sub(s2, s1);
     if (is_zero(pd)) {
@@ -160,13 +164,13 @@ __device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
         return;
     }
     const F pp = sqr(pd);
-    const F ppp = mul(pd, pp);
-    const F q = mul(u1, pp);
+    const F ppp = pmul(pd, pp);
+    const F q = pmul(u1, pp);
     const F x3 = sub(sub(sqr(r), ppp), dbl(q));
-    a.y = sub(mul(r, sub(q, x3)), mul(s1, ppp));
+    a.y = sub(pmul(r, sub(q, x3)), pmul(s1, ppp));
     a.x = x3;
-    a.zz = mul(mul(a.zz, b.zz), pp);
-    a.zzz = mul(mul(a.zzz, b.zzz), ppp);
+    a.zz = pmul(pmul(a.zz, b.zz), pp);
+    a.zzz = pmul(pmul(a.zzz, b.zzz), ppp);
 }
 
 template <class F>
