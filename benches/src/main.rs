@@ -6,6 +6,7 @@ mod gpu_msm;
 #[cfg(feature = "cuda")]
 mod gpu_ntt;
 mod logcap;
+mod paramgen;
 mod stats;
 
 use anyhow::Result;
@@ -22,6 +23,8 @@ struct Cli {
 enum Cmd {
     /// cuzk's CPU prover and PCE synthesis vs bellperson's, same circuit and parameters.
     Cpu(cpu::Args),
+    /// Parameter generation, cuzk vs bellperson, same circuit.
+    Paramgen(paramgen::Args),
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
@@ -33,6 +36,7 @@ enum Cmd {
 fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Cpu(args) => cpu::run(&args),
+        Cmd::Paramgen(args) => paramgen::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]

@@ -32,10 +32,11 @@ enum Cmd {
     /// Start cuzk-daemon, prove the sample circuits over gRPC, verify every proof
     /// independently, print a timing table, and stop the daemon with SIGTERM.
     E2e,
-    /// Run a benchmark suite: `cpu` compares cuzk's CPU prover with bellperson's.
+    /// Run a CPU benchmark suite: `cpu` (prover and synthesis vs bellperson) or `paramgen`
+    /// (parameter generation vs bellperson).
     Bench {
         /// Which suite to run.
-        #[arg(value_parser = ["cpu"])]
+        #[arg(value_parser = ["cpu", "paramgen"])]
         suite: String,
         /// Extra arguments passed to the benchmark binary.
         #[arg(trailing_var_arg = true)]
