@@ -14,6 +14,8 @@ mod error;
 mod field;
 mod fixed_base;
 mod generator;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod msm;
 mod params;
 #[cfg(test)]
