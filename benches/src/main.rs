@@ -5,6 +5,8 @@ mod cpu;
 mod gpu_msm;
 #[cfg(feature = "cuda")]
 mod gpu_ntt;
+#[cfg(feature = "cuda")]
+mod gpu_prove;
 mod logcap;
 mod paramgen;
 mod stats;
@@ -31,6 +33,9 @@ enum Cmd {
     /// GPU MSM engine (G1, G2, sparse) vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Msm(gpu_msm::Args),
+    /// GPU prover on PoRep-shaped partitions: time per partition, phases, idle share (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Prove(gpu_prove::Args),
 }
 
 fn main() -> Result<()> {
@@ -41,5 +46,7 @@ fn main() -> Result<()> {
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Msm(args) => gpu_msm::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::Prove(args) => gpu_prove::run(&args),
     }
 }

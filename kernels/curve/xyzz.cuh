@@ -1,5 +1,6 @@
-//! Short-Weierstrass point arithmetic (a = 0, so both BLS12-381 G1 over fp_t and G2 over fp2_t)
-//! in affine and extended Jacobian "XYZZ" coordinates, written once for every coordinate field.
+//! Short-Weierstrass point arithmetic (a = 0, so both BLS12-381 G1 over fp_t and G2 over fp2_t
+//! or fp2_lane_t) in affine and extended Jacobian "XYZZ" coordinates, written once for every
+//! coordinate field, and the lane-pair layout of G2 points in memory.
 //!
 //! XYZZ represents (x, y) = (X / ZZ, Y / ZZZ) with ZZ³ = ZZZ². It is the cheapest coordinate
 //! system for Pippenger's buckets: adding an affine point costs 8M + 2S and no inversion, and
@@ -49,6 +50,70 @@ __device__ __forceinline__ void store16(T* p, const T& v) {
 // Coordinate multiplication: Fp2 products use the lazily reduced Karatsuba form.
 __device__ __forceinline__ fp_t pmul(fp_t a, fp_t b) { return mul(a, b); }
 __device__ __forceinline__ fp2_t pmul(fp2_t a, fp2_t b) { return mul_lazy(a, b); }
+__device__ __forceinline__ fp2_lane_t pmul(const fp2_lane_t& a, const fp2_lane_t& b) {
+    return mul(a, b);
+}
+
+// How the threads of a kernel hold coordinates of field F: `mem` is the coordinate's layout in
+// memory and `count` the threads that share one point. A point of fp2_lane_t is held by a pair
+// of adjacent lanes and stored as the fp2_t point it stands for.
+template <class F>
+struct lane_layout {
+    using mem = F;
+    static constexpr uint32_t count = 1;
+};
+template <>
+struct lane_layout<fp2_lane_t> {
+    using mem = fp2_t;
+    static constexpr uint32_t count = 2;
+};
+template <class F>
+using mem_t = typename lane_layout<F>::mem;
+
+// Points in and out of memory in the layout of `mem_t<F>`.
+template <class F>
+__device__ __forceinline__ affine_t<F> load_affine(const affine_t<mem_t<F>>* p) {
+    return load16(p);
+}
+template <class F>
+__device__ __forceinline__ xyzz_t<F> load_xyzz(const xyzz_t<mem_t<F>>* p) {
+    return load16(p);
+}
+template <class F>
+__device__ __forceinline__ void store_xyzz(xyzz_t<mem_t<F>>* p, const xyzz_t<F>& v) {
+    store16(p, v);
+}
+
+// A lane pair reads and writes its own halves: the coordinates of an fp2_t point are
+// consecutive fp_t pairs (c0, c1), so lane parity picks the fp_t within each pair and the two
+// lanes together touch one contiguous run of memory.
+template <>
+__device__ __forceinline__ affine_t<fp2_lane_t> load_affine<fp2_lane_t>(const affine_t<fp2_t>* p) {
+    const fp_t* h = reinterpret_cast<const fp_t*>(p) + (lane_pair::odd() ? 1 : 0);
+    affine_t<fp2_lane_t> r;
+    r.x.h = load16(h);
+    r.y.h = load16(h + 2);
+    return r;
+}
+template <>
+__device__ __forceinline__ xyzz_t<fp2_lane_t> load_xyzz<fp2_lane_t>(const xyzz_t<fp2_t>* p) {
+    const fp_t* h = reinterpret_cast<const fp_t*>(p) + (lane_pair::odd() ? 1 : 0);
+    xyzz_t<fp2_lane_t> r;
+    r.x.h = load16(h);
+    r.y.h = load16(h + 2);
+    r.zz.h = load16(h + 4);
+    r.zzz.h = load16(h + 6);
+    return r;
+}
+template <>
+__device__ __forceinline__ void store_xyzz<fp2_lane_t>(xyzz_t<fp2_t>* p,
+                                                       const xyzz_t<fp2_lane_t>& v) {
+    fp_t* h = reinterpret_cast<fp_t*>(p) + (lane_pair::odd() ? 1 : 0);
+    store16(h, v.x.h);
+    store16(h + 2, v.y.h);
+    store16(h + 4, v.zz.h);
+    store16(h + 6, v.zzz.h);
+}
 
 template <class F>
 __device__ __forceinline__ bool is_identity(const affine_t<F>& p) {
@@ -139,6 +204,39 @@ __device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
     a.x = x3;
     a.zz = pmul(a.zz, pp);
     a.zzz = pmul(a.zzz, ppp);
+}
+
+// add_mixed for lane pairs. Its products exchange halves through warp shuffles, which run
+// slowest when the warp has split, so the common cases share one path: an accumulator at
+// infinity (each new bucket run) takes the general formulas along with everyone else and then
+// selects p instead of their result. Only p = ±a, which random inputs never meet, branches.
+__device__ __forceinline__ void add_mixed(xyzz_t<fp2_lane_t>& a, const affine_t<fp2_lane_t>& p) {
+    using F = fp2_lane_t;
+    const bool inf = is_inf(a);
+    const F u2 = pmul(p.x, a.zz);
+    const F s2 = pmul(p.y, a.zzz);
+    const F pd = sub(u2, a.x);
+    const F r = sub(s2, a.y);
+    if (!inf && is_zero(pd)) {
+        if (is_zero(r)) {
+            dbl_affine(a, p);
+        } else {
+            set_inf(a);
+        }
+        return;
+    }
+    const F pp = sqr(pd);
+    const F ppp = pmul(pd, pp);
+    const F q = pmul(a.x, pp);
+    const F x3 = sub(sub(sqr(r), ppp), dbl(q));
+    const F y3 = sub(pmul(r, sub(q, x3)), pmul(a.y, ppp));
+    const F zz3 = pmul(a.zz, pp);
+    const F zzz3 = pmul(a.zzz, ppp);
+    const F one_ = one<F>();
+    a.x = csel(inf, p.x, x3);
+    a.y = csel(inf, p.y, y3);
+    a.zz = csel(inf, one_, zz3);
+    a.zzz = csel(inf, one_, zzz3);
 }
 
 // a ← a + b (EFD add-2008-s): 12M + 2S, with every special case handled.

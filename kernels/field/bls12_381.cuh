@@ -121,6 +121,369 @@ __device__ __forceinline__ fp2_t mul_lazy(const fp2_t& a, const fp2_t& b) {
     return r;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Carry-chain primitives, each one PTX instruction on the device. On the host they emulate the
+// carry flag, so that the limb arithmetic below can be checked on a machine without a GPU
+// against a big-integer reference.
+namespace carry {
+#ifndef __CUDA_ARCH__
+inline uint32_t& host_flag() {
+    static thread_local uint32_t cf = 0;
+    return cf;
+}
+inline uint32_t host_sum(uint64_t s) {
+    host_flag() = (uint32_t)(s >> 32);
+    return (uint32_t)s;
+}
+inline uint32_t host_diff(uint32_t a, uint64_t b) {
+    host_flag() = (uint64_t)a < b ? 1 : 0;
+    return (uint32_t)((uint64_t)a - b);
+}
+#endif
+#ifdef __CUDA_ARCH__
+#define CUZK_CARRY_OP2(NAME, INSN, HOST)                                                     \
+    __host__ __device__ __forceinline__ uint32_t NAME(uint32_t a, uint32_t b) {              \
+        uint32_t r;                                                                          \
+        asm volatile(INSN " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));                        \
+        return r;                                                                            \
+    }
+#define CUZK_CARRY_OP3(NAME, INSN, HOST)                                                     \
+    __host__ __device__ __forceinline__ uint32_t NAME(uint32_t a, uint32_t b, uint32_t c) {  \
+        uint32_t r;                                                                          \
+        asm volatile(INSN " %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));            \
+        return r;                                                                            \
+    }
+#else
+#define CUZK_CARRY_OP2(NAME, INSN, HOST)                                                     \
+    __host__ __device__ __forceinline__ uint32_t NAME(uint32_t a, uint32_t b) { return HOST; }
+#define CUZK_CARRY_OP3(NAME, INSN, HOST)                                                     \
+    __host__ __device__ __forceinline__ uint32_t NAME(uint32_t a, uint32_t b, uint32_t c) {  \
+        const uint64_t ab = (uint64_t)a * b;                                                 \
+        (void)ab;                                                                            \
+        return HOST;                                                                         \
+    }
+#endif
+CUZK_CARRY_OP2(add_cc, "add.cc.u32", host_sum((uint64_t)a + b))
+CUZK_CARRY_OP2(addc_cc, "addc.cc.u32", host_sum((uint64_t)a + b + host_flag()))
+CUZK_CARRY_OP2(addc, "addc.u32", (uint32_t)((uint64_t)a + b + host_flag()))
+CUZK_CARRY_OP2(sub_cc, "sub.cc.u32", host_diff(a, b))
+CUZK_CARRY_OP2(subc_cc, "subc.cc.u32", host_diff(a, (uint64_t)b + host_flag()))
+CUZK_CARRY_OP2(subc, "subc.u32", (uint32_t)((uint64_t)a - b - host_flag()))
+CUZK_CARRY_OP3(mad_lo_cc, "mad.lo.cc.u32", host_sum((uint64_t)(uint32_t)ab + c))
+CUZK_CARRY_OP3(madc_lo_cc, "madc.lo.cc.u32", host_sum((uint64_t)(uint32_t)ab + c + host_flag()))
+CUZK_CARRY_OP3(mad_hi_cc, "mad.hi.cc.u32", host_sum((ab >> 32) + c))
+CUZK_CARRY_OP3(madc_hi_cc, "madc.hi.cc.u32", host_sum((ab >> 32) + c + host_flag()))
+CUZK_CARRY_OP3(madc_hi, "madc.hi.u32", (uint32_t)((ab >> 32) + c + host_flag()))
+#undef CUZK_CARRY_OP2
+#undef CUZK_CARRY_OP3
+}  // namespace carry
+
+// ---------------------------------------------------------------------------------------------
+// Fp on bare little-endian 32-bit limbs (Montgomery form, R = 2^384), written for register
+// economy: the product interleaves its rows with the reduction (CIOS), so it holds 13 limbs of
+// accumulator instead of a 24-limb double-width product. p < 2^381 leaves room for inputs
+// that are not reduced: every product accepts inputs below 2p (see `dot`).
+namespace fp_limbs {
+
+constexpr int N = 12;
+
+// p, limb i; a function rather than an array so that device code folds each limb into an
+// immediate operand.
+__host__ __device__ constexpr uint32_t P(int i) {
+    switch (i) {
+        case 0: return 0xffffaaabu;
+        case 1: return 0xb9feffffu;
+        case 2: return 0xb153ffffu;
+        case 3: return 0x1eabfffeu;
+        case 4: return 0xf6b0f624u;
+        case 5: return 0x6730d2a0u;
+        case 6: return 0xf38512bfu;
+        case 7: return 0x64774b84u;
+        case 8: return 0x434bacd7u;
+        case 9: return 0x4b1ba7b6u;
+        case 10: return 0x397fe69au;
+        default: return 0x1a0111eau;
+    }
+}
+constexpr uint32_t M0 = 0xfffcfffdu;  // −p^−1 mod 2^32
+
+// r ← a + b, no reduction: for sums the caller knows to stay below 2^384.
+__host__ __device__ __forceinline__ void add_raw(uint32_t r[N], const uint32_t a[N],
+                                                 const uint32_t b[N]) {
+    r[0] = carry::add_cc(a[0], b[0]);
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) r[i] = carry::addc_cc(a[i], b[i]);
+    r[N - 1] = carry::addc(a[N - 1], b[N - 1]);
+}
+
+// r ← p − a for a ≤ p (p itself when a = 0, which products accept).
+__host__ __device__ __forceinline__ void p_minus(uint32_t r[N], const uint32_t a[N]) {
+    r[0] = carry::sub_cc(P(0), a[0]);
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) r[i] = carry::subc_cc(P(i), a[i]);
+    r[N - 1] = carry::subc(P(N - 1), a[N - 1]);
+}
+
+// r ← r mod p for r < 2p, without a branch (the outcome differs from lane to lane).
+__host__ __device__ __forceinline__ void final_sub(uint32_t r[N]) {
+    uint32_t s[N];
+    s[0] = carry::sub_cc(r[0], P(0));
+#pragma unroll
+    for (int i = 1; i < N; ++i) s[i] = carry::subc_cc(r[i], P(i));
+    const uint32_t borrow = carry::subc(0, 0);  // all ones when r < p
+#pragma unroll
+    for (int i = 0; i < N; ++i) r[i] = borrow ? r[i] : s[i];
+}
+
+// r ← a + b mod p for a, b < p.
+__host__ __device__ __forceinline__ void add_mod(uint32_t r[N], const uint32_t a[N],
+                                                 const uint32_t b[N]) {
+    add_raw(r, a, b);
+    final_sub(r);
+}
+
+// r ← a − b mod p for a, b < p: the difference, plus p when it borrowed.
+__host__ __device__ __forceinline__ void sub_mod(uint32_t r[N], const uint32_t a[N],
+                                                 const uint32_t b[N]) {
+    r[0] = carry::sub_cc(a[0], b[0]);
+#pragma unroll
+    for (int i = 1; i < N; ++i) r[i] = carry::subc_cc(a[i], b[i]);
+    const uint32_t mask = carry::subc(0, 0);
+    r[0] = carry::add_cc(r[0], P(0) & mask);
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) r[i] = carry::addc_cc(r[i], P(i) & mask);
+    r[N - 1] = carry::addc(r[N - 1], P(N - 1) & mask);
+}
+
+// The product accumulator T (below 2^416 throughout, see `dot`) is kept as T = E + W·O with
+// W = 2^32 and E, O of N limbs each. A limb product a_j·b is a (low, high) word pair, and with
+// this split the pairs of the even j land on words (j, j + 1) of E and those of the odd j on
+// words (j − 1, j) of O: two carry chains of adjacent (lo, hi) multiply-adds, each pair of
+// which ptxas fuses into one wide multiply-add (IMAD.WIDE.U32.X). Separate chains for the low
+// and the high halves cost twice the instructions.
+//
+// o ← o + Σ_{j odd} a_j·b·W^(j−1). With carry_in the chain starts from the carry flag left by
+// the previous row's shift (which belongs to o[0]). T < 2^416 keeps O below W^N, so the chain
+// ends without a carry.
+__host__ __device__ __forceinline__ void mad_odd(uint32_t o[N], const uint32_t a[N], uint32_t b,
+                                                 bool carry_in) {
+    o[0] = carry_in ? carry::madc_lo_cc(a[1], b, o[0]) : carry::mad_lo_cc(a[1], b, o[0]);
+    o[1] = carry::madc_hi_cc(a[1], b, o[1]);
+#pragma unroll
+    for (int j = 3; j < N - 1; j += 2) {
+        o[j - 1] = carry::madc_lo_cc(a[j], b, o[j - 1]);
+        o[j] = carry::madc_hi_cc(a[j], b, o[j]);
+    }
+    o[N - 2] = carry::madc_lo_cc(a[N - 1], b, o[N - 2]);
+    o[N - 1] = carry::madc_hi(a[N - 1], b, o[N - 1]);
+}
+
+// e ← e + Σ_{j even} a_j·b·W^j, the carry out of e (weight W^N) going into o[N − 1], which has
+// that weight.
+__host__ __device__ __forceinline__ void mad_even(uint32_t e[N], uint32_t o[N],
+                                                  const uint32_t a[N], uint32_t b) {
+    e[0] = carry::mad_lo_cc(a[0], b, e[0]);
+    e[1] = carry::madc_hi_cc(a[0], b, e[1]);
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        e[j] = carry::madc_lo_cc(a[j], b, e[j]);
+        e[j + 1] = carry::madc_hi_cc(a[j], b, e[j + 1]);
+    }
+    o[N - 1] = carry::addc(o[N - 1], 0);
+}
+
+// The reduction step of a row: T ← (T + m·p) / W with m = T·(−p^−1) mod W, which clears word 0.
+// After the division E′ = O with E's word 1 added to its word 0 (the carry of that addition is
+// left in the flag, for the next row's first chain or the final merge) and O′ = E shifted down
+// two words: the arrays trade places instead of moving words.
+__host__ __device__ __forceinline__ void redc_shift(uint32_t e[N], uint32_t o[N]) {
+    uint32_t p[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) p[j] = P(j);
+    const uint32_t m = e[0] * M0;
+    mad_odd(o, p, m, false);
+    mad_even(e, o, p, m);
+    uint32_t e2[N];
+    e2[0] = carry::add_cc(o[0], e[1]);
+#pragma unroll
+    for (int j = 1; j < N; ++j) e2[j] = o[j];
+#pragma unroll
+    for (int j = 0; j < N - 2; ++j) o[j] = e[j + 2];
+    o[N - 2] = 0;
+    o[N - 1] = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) e[j] = e2[j];
+}
+
+// r ← E + W·O, taking in the carry flag left by the last shift (weight W, as O's word 0), then
+// reduced below p. The result is below 2p < W^N, so nothing carries out of word N − 1 and
+// O's top word is zero.
+__host__ __device__ __forceinline__ void merge(uint32_t r[N], const uint32_t e[N],
+                                               const uint32_t o[N]) {
+    r[0] = e[0];
+#pragma unroll
+    for (int j = 1; j < N - 1; ++j) r[j] = carry::addc_cc(e[j], o[j - 1]);
+    r[N - 1] = carry::addc(e[N - 1], o[N - 2]);
+    final_sub(r);
+}
+
+// r ← (a·y + c·w)·2^−384 mod p, fully reduced, for a, c, y, w < 2p, where row(i, y_i, w_i)
+// gives limb i of y and w: callers that pick the multipliers limb by limb (the lane-split Fp2
+// product) need not hold them as whole arrays. One Montgomery reduction serves both products
+// (interleaved with them, CIOS). Bounds: with inputs below 2p < 2^382 a row adds less than
+// 2·2^414 + 2^413, so T stays below 1.25·2^383 after each division and below 2^416 before it;
+// the result (a·y + c·w + M·p)/2^384 < 8p²/2^384 + p < 2p (as 8p < 2^384) needs one
+// conditional subtraction.
+template <class Row>
+__host__ __device__ __forceinline__ void dot_rows(uint32_t r[N], const uint32_t a[N],
+                                                  const uint32_t c[N], Row row) {
+    uint32_t e[N], o[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) e[j] = o[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        uint32_t y, w;
+        row(i, y, w);
+        mad_odd(o, a, y, i > 0);
+        mad_even(e, o, a, y);
+        mad_odd(o, c, w, false);
+        mad_even(e, o, c, w);
+        redc_shift(e, o);
+    }
+    merge(r, e, o);
+}
+
+// r ← (a·b + c·d)·2^−384 mod p, fully reduced, for a, b, c, d < 2p.
+__host__ __device__ __forceinline__ void dot(uint32_t r[N], const uint32_t a[N],
+                                             const uint32_t b[N], const uint32_t c[N],
+                                             const uint32_t d[N]) {
+    dot_rows(r, a, c, [&](int i, uint32_t& y, uint32_t& w) {
+        y = b[i];
+        w = d[i];
+    });
+}
+
+// r ← a·b·2^−384 mod p, fully reduced, for a, b < 2p (the bounds of `dot` with one product).
+__host__ __device__ __forceinline__ void mul(uint32_t r[N], const uint32_t a[N],
+                                             const uint32_t b[N]) {
+    uint32_t e[N], o[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) e[j] = o[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        mad_odd(o, a, b[i], i > 0);
+        mad_even(e, o, a, b[i]);
+        redc_shift(e, o);
+    }
+    merge(r, e, o);
+}
+
+// One lane's half of the Fp2 product (a0 + a1·u)(b0 + b1·u), u² = −1: `a`, `b` are this lane's
+// halves, `pa`, `pb` its partner's. The even lane (odd = false, holding a0, b0) gets
+// c0 = a0·b0 + (p − a1)·b1, the odd lane (a1, b1) c1 = a1·b0 + a0·b1: one two-term product
+// each, so the pair does four products and two reductions. The multipliers are picked limb by
+// limb as the rows need them; only the negated partner half is a whole array.
+__host__ __device__ __forceinline__ void fp2_mul_half(uint32_t r[N], const uint32_t a[N],
+                                                      const uint32_t b[N],
+                                                      const uint32_t pa[N],
+                                                      const uint32_t pb[N], bool odd) {
+    uint32_t z[N];
+    p_minus(z, pa);
+#pragma unroll
+    for (int i = 0; i < N; ++i) z[i] = odd ? pa[i] : z[i];
+    dot_rows(r, a, z, [&](int i, uint32_t& y, uint32_t& w) {
+        y = odd ? pb[i] : b[i];
+        w = odd ? b[i] : pb[i];
+    });
+}
+
+// One lane's half of (a0 + a1·u)²: the even lane gets c0 = (a0 + a1)(a0 + p − a1), the odd
+// lane c1 = a1·(2·a0); the factors are left unreduced (below 2p), one product per lane.
+__host__ __device__ __forceinline__ void fp2_sqr_half(uint32_t r[N], const uint32_t a[N],
+                                                      const uint32_t pa[N], bool odd) {
+    uint32_t x[N], y[N], g[N], h[N];
+    p_minus(h, pa);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        x[i] = odd ? 0 : pa[i];
+        g[i] = odd ? pa[i] : a[i];
+        h[i] = odd ? pa[i] : h[i];
+    }
+    add_raw(x, a, x);
+    add_raw(y, g, h);
+    mul(r, x, y);
+}
+
+}  // namespace fp_limbs
+
+// An Fp2 element split over two adjacent threads: lane 2k of a warp holds c0 and lane 2k + 1
+// holds c1 of the same element. Each lane keeps 12 limbs per coordinate instead of 24, so G2
+// point arithmetic needs about the registers of G1 and each thread does one (two-term) Fp
+// product per Fp2 product, exchanging halves with its partner through warp shuffles. Both lanes
+// of a pair must run the same code path: every decision on a value (`eq`) combines both halves.
+struct fp2_lane_t {
+    fp_t h;  // this lane's half
+};
+
+namespace lane_pair {
+// The two lanes of this thread's pair, for the shuffles.
+__device__ __forceinline__ uint32_t mask() { return 3u << (threadIdx.x & 30); }
+__device__ __forceinline__ bool odd() { return (threadIdx.x & 1) != 0; }
+__device__ __forceinline__ fp_t partner(const fp_t& a) {
+    fp_t r;
+    const uint32_t m = mask();
+#pragma unroll
+    for (int i = 0; i < fp_limbs::N; ++i) r.val[i] = __shfl_xor_sync(m, a.val[i], 1);
+    return r;
+}
+}  // namespace lane_pair
+
+template <> __device__ __forceinline__ fp2_lane_t zero<fp2_lane_t>() {
+    return fp2_lane_t{blstrs__fp__Fp_ZERO};
+}
+template <> __device__ __forceinline__ fp2_lane_t one<fp2_lane_t>() {
+    return fp2_lane_t{lane_pair::odd() ? blstrs__fp__Fp_ZERO : blstrs__fp__Fp_ONE};
+}
+__device__ __forceinline__ fp2_lane_t add(fp2_lane_t a, fp2_lane_t b) {
+    fp2_lane_t r;
+    fp_limbs::add_mod(r.h.val, a.h.val, b.h.val);
+    return r;
+}
+__device__ __forceinline__ fp2_lane_t sub(fp2_lane_t a, fp2_lane_t b) {
+    fp2_lane_t r;
+    fp_limbs::sub_mod(r.h.val, a.h.val, b.h.val);
+    return r;
+}
+__device__ __forceinline__ fp2_lane_t dbl(fp2_lane_t a) { return add(a, a); }
+__device__ __forceinline__ fp2_lane_t mul(const fp2_lane_t& a, const fp2_lane_t& b) {
+    const fp_t pa = lane_pair::partner(a.h), pb = lane_pair::partner(b.h);
+    fp2_lane_t r;
+    fp_limbs::fp2_mul_half(r.h.val, a.h.val, b.h.val, pa.val, pb.val, lane_pair::odd());
+    return r;
+}
+__device__ __forceinline__ fp2_lane_t sqr(const fp2_lane_t& a) {
+    const fp_t pa = lane_pair::partner(a.h);
+    fp2_lane_t r;
+    fp_limbs::fp2_sqr_half(r.h.val, a.h.val, pa.val, lane_pair::odd());
+    return r;
+}
+// c ? a : b, limb by limb, so that a choice between two computed values is a select rather
+// than a branch that could split a warp.
+__device__ __forceinline__ fp2_lane_t csel(bool c, const fp2_lane_t& a, const fp2_lane_t& b) {
+    fp2_lane_t r;
+#pragma unroll
+    for (int i = 0; i < fp_limbs::N; ++i) r.h.val[i] = c ? a.h.val[i] : b.h.val[i];
+    return r;
+}
+// Equal as Fp2 elements: both halves, so both lanes get the same answer.
+__device__ __forceinline__ bool eq(const fp2_lane_t& a, const fp2_lane_t& b) {
+    uint32_t d = 0;
+#pragma unroll
+    for (int i = 0; i < fp_limbs::N; ++i) d |= a.h.val[i] ^ b.h.val[i];
+    d |= __shfl_xor_sync(lane_pair::mask(), d, 1);
+    return d == 0;
+}
+
 template <class F> __device__ __forceinline__ F neg(F a) { return sub(zero<F>(), a); }
 template <class F> __device__ __forceinline__ bool is_zero(F a) { return eq(a, zero<F>()); }
 

@@ -1,5 +1,6 @@
-//! The curve half of the MSM, for G1 (fp_t) and G2 (fp2_t): bucket accumulation by balanced
-//! segmented reduction over the sorted pairs, and the per-window bucket sums.
+//! The curve half of the MSM, for G1 (fp_t, a thread per point) and G2 (fp2_lane_t, a pair of
+//! lanes per point): bucket accumulation by balanced segmented reduction over the sorted pairs,
+//! and the per-window bucket sums.
 //! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,bucket_sums}.
 #include "curve/xyzz.cuh"
 
@@ -19,15 +20,26 @@ constexpr uint32_t FLAG_M_FROM_PTR = 2; // the entry count is *m_in (computed on
 
 constexpr uint32_t INDEX_MASK = 0x7fffffffu;
 
+// The work item of this thread (a point's worth of threads share one) and whether this thread
+// writes the item's scalar outputs (keys, counts), which all its threads know alike.
+template <class F>
+__device__ __forceinline__ uint64_t item_index() {
+    return thread_index() / lane_layout<F>::count;
+}
+template <class F>
+__device__ __forceinline__ bool item_leader() {
+    return thread_index() % lane_layout<F>::count == 0;
+}
+
 // Entries are sorted base indices (sign in the top bit) into resident affine bases.
 template <class F>
 struct AffineSource {
     const uint32_t* vals;
     uint32_t stride;
-    const affine_t<F>* bases;
+    const affine_t<mem_t<F>>* bases;
     __device__ __forceinline__ void add_to(xyzz_t<F>& acc, uint32_t i) const {
         const uint32_t v = vals[(uint64_t)i * stride];
-        affine_t<F> p = load16(&bases[v & INDEX_MASK]);
+        affine_t<F> p = load_affine<F>(&bases[v & INDEX_MASK]);
         if (is_identity(p)) return;
         if (v & ~INDEX_MASK) p.y = neg(p.y);
         add_mixed(acc, p);
@@ -37,18 +49,19 @@ struct AffineSource {
 // Entries are partial sums from an earlier level.
 template <class F>
 struct XyzzSource {
-    const xyzz_t<F>* pts;
+    const xyzz_t<mem_t<F>>* pts;
     __device__ __forceinline__ void add_to(xyzz_t<F>& acc, uint32_t i) const {
-        add_xyzz(acc, load16(&pts[i]));
+        add_xyzz(acc, load_xyzz<F>(&pts[i]));
     }
 };
 
 template <class F>
-__device__ __forceinline__ void flush(xyzz_t<F>* buckets, uint32_t key, const xyzz_t<F>& acc) {
+__device__ __forceinline__ void flush(xyzz_t<mem_t<F>>* buckets, uint32_t key,
+                                      const xyzz_t<F>& acc) {
     if (is_inf(acc)) return;
-    xyzz_t<F> b = load16(&buckets[key]);
+    xyzz_t<F> b = load_xyzz<F>(&buckets[key]);
     add_xyzz(b, acc);
-    store16(&buckets[key], b);
+    store_xyzz<F>(&buckets[key], b);
 }
 
 // One level of a balanced segmented reduction: buckets[key] += Σ entries of that key.
@@ -61,16 +74,19 @@ __device__ __forceinline__ void flush(xyzz_t<F>* buckets, uint32_t key, const xy
 // slots get the key of their neighbour run and the point at infinity, so the 2·T outputs are
 // again sorted by key and the next level reduces them the same way, until one thread is left.
 // A key's complete run lies in one slice, so no two threads of a level touch one bucket; every
-// entry reaches its bucket exactly once, through a chain of partial sums.
+// entry reaches its bucket exactly once, through a chain of partial sums. "Thread" above is a
+// work item: the lanes of a pair (G2) take the same slice, so every branch below is uniform
+// across a pair.
 template <class F, class Source>
 __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m_in,
-                      const LevelParams& p, xyzz_t<F>* buckets, uint32_t* out_keys,
-                      xyzz_t<F>* out_pts, uint32_t* m_out) {
+                      const LevelParams& p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,
+                      xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {
     const uint32_t m = (p.flags & FLAG_M_FROM_PTR) ? *m_in : p.m_value;
     const uint32_t span = p.span;
     const uint64_t threads = ((uint64_t)m + span - 1) / span;
-    const uint64_t t = thread_index();
-    if (t == 0) *m_out = (uint32_t)(2 * threads);
+    const uint64_t t = item_index<F>();
+    const bool leader = item_leader<F>();
+    if (t == 0 && leader) *m_out = (uint32_t)(2 * threads);
     if (t >= threads) return;
     const bool keyed = (p.flags & FLAG_KEYS) != 0;
     auto key = [&](uint32_t i) -> uint32_t {
@@ -91,8 +107,8 @@ __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m
         if (k != cur) {
             // The run of `cur` ends inside this slice.
             if (first_run && head_partial) {
-                out_keys[2 * t] = cur;
-                store16(&out_pts[2 * t], acc);
+                if (leader) out_keys[2 * t] = cur;
+                store_xyzz<F>(&out_pts[2 * t], acc);
                 wrote_a = true;
             } else {
                 flush(buckets, cur, acc);
@@ -106,8 +122,8 @@ __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m
     const bool tail_partial = e < m && key(e) == cur;
     if (first_run ? (head_partial || tail_partial) : tail_partial) {
         const uint64_t slot = first_run ? 2 * t : 2 * t + 1;
-        out_keys[slot] = cur;
-        store16(&out_pts[slot], acc);
+        if (leader) out_keys[slot] = cur;
+        store_xyzz<F>(&out_pts[slot], acc);
         (first_run ? wrote_a : wrote_b) = true;
     } else {
         flush(buckets, cur, acc);
@@ -115,12 +131,12 @@ __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m
     xyzz_t<F> inf;
     set_inf(inf);
     if (!wrote_a) {
-        out_keys[2 * t] = first_key;
-        store16(&out_pts[2 * t], inf);
+        if (leader) out_keys[2 * t] = first_key;
+        store_xyzz<F>(&out_pts[2 * t], inf);
     }
     if (!wrote_b) {
-        out_keys[2 * t + 1] = cur;
-        store16(&out_pts[2 * t + 1], inf);
+        if (leader) out_keys[2 * t + 1] = cur;
+        store_xyzz<F>(&out_pts[2 * t + 1], inf);
     }
 }
 
@@ -129,32 +145,33 @@ __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m
 // T + k·2^seg_log·R, where R = Σ B_j and T = Σ (j − start + 1)·B_j come from one running sum
 // from the top bucket down. The per-segment results are summed per window by `level`.
 template <class F>
-__device__ void bucket_sums(const xyzz_t<F>* buckets, uint32_t w_count, uint32_t nb,
-                            uint32_t seg_log, xyzz_t<F>* out) {
+__device__ void bucket_sums(const xyzz_t<mem_t<F>>* buckets, uint32_t w_count, uint32_t nb,
+                            uint32_t seg_log, xyzz_t<mem_t<F>>* out) {
     const uint32_t segs = nb >> seg_log;
-    const uint64_t t = thread_index();
+    const uint64_t t = item_index<F>();
     if (t >= (uint64_t)w_count * segs) return;
     const uint32_t w = (uint32_t)(t / segs), k = (uint32_t)(t % segs);
     const uint32_t len = 1u << seg_log;
-    const xyzz_t<F>* b = buckets + (uint64_t)w * nb + (uint64_t)k * len;
+    const xyzz_t<mem_t<F>>* b = buckets + (uint64_t)w * nb + (uint64_t)k * len;
     xyzz_t<F> run, tot;
     set_inf(run);
     set_inf(tot);
 #pragma unroll 1
     for (int j = (int)len - 1; j >= 0; --j) {
-        add_xyzz(run, load16(&b[j]));
+        add_xyzz(run, load_xyzz<F>(&b[j]));
         add_xyzz(tot, run);
     }
     xyzz_t<F> offset;
     mul_small(offset, run, k * len);
     add_xyzz(tot, offset);
-    store16(&out[t], tot);
+    store_xyzz<F>(&out[t], tot);
 }
 
 }  // namespace msm
 }  // namespace cuzk
 
 using cuzk::affine_t;
+using cuzk::mem_t;
 using cuzk::xyzz_t;
 using cuzk::msm::LevelParams;
 
@@ -163,28 +180,32 @@ using cuzk::msm::LevelParams;
 // (keys[i·stride] or i / key_div, pts[i]). Both: m entries (p.m_value or *m_in),
 // buckets[key] += complete runs, out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
 // Launch at least ceil(m_max / span) threads. bucket_sums: w_count · (nb >> seg_log) threads,
-// out gets one point per thread.
+// out gets one point per work item. A work item is lane_layout<F>::count threads (G1 one, G2
+// two), and the host launches that many threads per item.
 #define CUZK_MSM_CURVE_KERNELS(NAME, F)                                                        \
     extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_affine(          \
-        const uint32_t* keys, const uint32_t* vals, const affine_t<F>* bases,                  \
-        const uint32_t* m_in, LevelParams p, xyzz_t<F>* buckets, uint32_t* out_keys,           \
-        xyzz_t<F>* out_pts, uint32_t* m_out) {                                                  \
-        cuzk::msm::AffineSource<F> src{vals, p.stride, bases};                                           \
+        const uint32_t* keys, const uint32_t* vals, const affine_t<mem_t<F>>* bases,           \
+        const uint32_t* m_in, LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,    \
+        xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
+        cuzk::msm::AffineSource<F> src{vals, p.stride, bases};                                 \
         cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_xyzz(            \
-        const uint32_t* keys, const xyzz_t<F>* pts, const uint32_t* m_in, LevelParams p,       \
-        xyzz_t<F>* buckets, uint32_t* out_keys, xyzz_t<F>* out_pts, uint32_t* m_out) {         \
+        const uint32_t* keys, const xyzz_t<mem_t<F>>* pts, const uint32_t* m_in,               \
+        LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,                          \
+        xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::XyzzSource<F> src{pts};                                                     \
         cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_bucket_sums(           \
-        const xyzz_t<F>* buckets, uint32_t w_count, uint32_t nb, uint32_t seg_log,             \
-        xyzz_t<F>* out) {                                                                      \
+        const xyzz_t<mem_t<F>>* buckets, uint32_t w_count, uint32_t nb, uint32_t seg_log,      \
+        xyzz_t<mem_t<F>>* out) {                                                               \
         cuzk::msm::bucket_sums<F>(buckets, w_count, nb, seg_log, out);                         \
     }
 
 CUZK_MSM_CURVE_KERNELS(g1, fp_t)
-CUZK_MSM_CURVE_KERNELS(g2, fp2_t)
+// G2 runs on lane pairs: half the registers per thread of a whole-Fp2 thread (which held
+// 250 registers in 960-1536-byte stack frames at 8 warps per SM) for a third more products.
+CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t)
 
 #undef CUZK_MSM_CURVE_KERNELS

@@ -75,3 +75,13 @@ fn values_are_distributed_as_pinned() {
         SyntheticPoRep::new(n, 9).public_inputs()
     );
 }
+
+#[test]
+fn direct_pce_equals_the_recorded_one() {
+    for n in [0, 1, 2, 3, 4, 5, 9, 1000, 40_000] {
+        let circuit = SyntheticPoRep::new(n, 5);
+        let direct = circuit.pce();
+        direct.validate().unwrap();
+        assert_eq!(direct, Pce::record(circuit).unwrap(), "{n} constraints");
+    }
+}

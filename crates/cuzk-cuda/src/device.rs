@@ -1,7 +1,7 @@
 //! Device discovery and the one context per device, which also holds the loaded kernel image.
 
 use crate::image::{find_kernel_image, Kernel};
-use crate::memory::PinnedBuffer;
+use crate::memory::{PinnedBuffer, RegisteredHost};
 use crate::{raw, CudaError, Event, Result, Stream};
 use bytemuck::Pod;
 use cudarc::driver::sys::CUdevice_attribute_enum as Attr;
@@ -181,6 +181,13 @@ impl Device {
     /// Page-locked host memory for `len` elements, zeroed.
     pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T>> {
         PinnedBuffer::new(self, len)
+    }
+
+    /// Page-locks `data` in place (`cuMemHostRegister`) for as long as the returned guard
+    /// lives, so that copies from and to it run asynchronously at pinned speed. Dropping the
+    /// guard waits for the copies queued on it, then unlocks the pages.
+    pub fn register_host<'a, T: Pod>(&self, data: &'a mut [T]) -> Result<RegisteredHost<'a, T>> {
+        RegisteredHost::new(self, data)
     }
 
     /// Waits until all work queued on this device has finished.

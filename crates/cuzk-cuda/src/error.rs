@@ -142,6 +142,14 @@ pub enum CudaError {
         /// The length given.
         got: usize,
     },
+    /// A page-locked buffer of `capacity` bytes was asked to hold `requested` bytes.
+    #[error("pinned buffer of {capacity} bytes cannot hold {requested} bytes")]
+    PinnedTooSmall {
+        /// Bytes asked for (`usize::MAX` when the size overflowed).
+        requested: usize,
+        /// Bytes the allocation has.
+        capacity: usize,
+    },
     /// A device buffer was used on a stream of another device.
     #[error("{what} lives on device {buffer_device} but the stream is on device {stream_device}")]
     WrongDevice {

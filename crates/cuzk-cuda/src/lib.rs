@@ -1,5 +1,6 @@
-//! cuzk's CUDA runtime: devices, streams, events, device and pinned buffers, the kernel image,
-//! typed launches, and element-wise field kernels.
+//! cuzk's CUDA runtime: devices, streams, events, device buffers, page-locked host memory
+//! (allocated, or the caller's registered in place), the kernel image, typed launches, and
+//! element-wise field kernels.
 //!
 //! This is the only crate that talks to the CUDA driver. Kernel-owning crates (NTT, MSM) take a
 //! [`Stream`] and [`DeviceBuffer`]s from their caller, look their kernels up with
@@ -40,6 +41,7 @@ pub use error::{CudaError, DriverError, Result};
 pub use image::{find_kernel_image, Kernel, KERNEL_DIR_ENV, KERNEL_IMAGE_FILE};
 pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, PinnedBuffer,
+    RegisteredHost,
 };
 pub use raw::{Launch, LaunchConfig};
 pub use stream::{Event, Stream};

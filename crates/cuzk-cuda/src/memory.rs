@@ -1,14 +1,15 @@
-//! Typed device buffers, borrowed views of them, and page-locked host buffers.
+//! Typed device buffers, borrowed views of them, and page-locked host memory: allocated
+//! ([`PinnedBuffer`]) or the caller's own, registered in place ([`RegisteredHost`]).
 //!
 //! Every buffer stores bytes and is typed by a `bytemuck::Pod` element, so any plain layout
 //! shared with the kernels (`FrRepr`, `G1AffineRepr`, `u32`, ...) can live on the device
 //! without this crate knowing it.
 
-use crate::raw;
+use crate::raw::{HostMem, Registration};
 use crate::Result;
 use bytemuck::Pod;
 use cudarc::driver::DeviceSlice as CuDeviceSlice;
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, PinnedHostSlice};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
@@ -247,19 +248,40 @@ impl<T: Pod> fmt::Debug for DeviceViewMut<'_, T> {
 
 /// Page-locked host memory holding `len` elements of `T`, zeroed when allocated.
 ///
-/// Copies between it and the device run asynchronously at full PCIe speed; reading or writing
-/// it on the host first waits for the copies queued on it.
+/// Copies between it and the device ([`Stream::copy_pinned_to_device`],
+/// [`Stream::copy_to_pinned`]) run asynchronously at full PCIe speed. The buffer carries an
+/// event recorded after every such copy, each copy first waiting for the one before, so:
+///
+/// - reading or writing it on the host ([`as_slice`](Self::as_slice),
+///   [`as_mut_slice`](Self::as_mut_slice)) first waits for every copy queued on it;
+/// - dropping it waits for them too before the memory is freed, so a buffer may be dropped
+///   straight after queuing a copy.
+///
+/// A slice taken with `as_slice` and passed to [`Stream::copy_to_device`] is copied
+/// asynchronously as well (the memory is page-locked), but the buffer's event does not see
+/// that copy: keep the buffer unchanged until the stream has passed it. As a safety net, a
+/// buffer whose host slices were ever handed out waits for its whole device before it is freed.
+///
+/// Copies must run on streams of the device the buffer was allocated with (the copy methods
+/// check), since the event belongs to that device's context.
+///
+/// [`Stream::copy_pinned_to_device`]: crate::Stream::copy_pinned_to_device
+/// [`Stream::copy_to_pinned`]: crate::Stream::copy_to_pinned
+/// [`Stream::copy_to_device`]: crate::Stream::copy_to_device
 pub struct PinnedBuffer<T: Pod> {
-    pub(crate) bytes: PinnedHostSlice<u8>,
+    pub(crate) mem: HostMem,
     len: usize,
     _elem: PhantomData<T>,
 }
 
 impl<T: Pod> PinnedBuffer<T> {
     pub(crate) fn new(device: &crate::Device, len: usize) -> Result<Self> {
-        let bytes = raw::alloc_pinned_zeroed(device.context(), len * std::mem::size_of::<T>())?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("pinned allocation size overflows usize");
+        let mem = HostMem::alloc_zeroed(device.context(), bytes)?;
         Ok(PinnedBuffer {
-            bytes,
+            mem,
             len,
             _elem: PhantomData,
         })
@@ -275,23 +297,74 @@ impl<T: Pod> PinnedBuffer<T> {
         self.len == 0
     }
 
+    /// Size of the elements in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// Size of the page-locked allocation in bytes: at least [`size_bytes`](Self::size_bytes),
+    /// more for a buffer [`recast`](Self::recast) to fewer elements.
+    pub fn capacity_bytes(&self) -> usize {
+        self.mem.bytes()
+    }
+
+    /// Ordinal of the device whose streams may copy to and from the buffer.
+    pub fn device_ordinal(&self) -> usize {
+        self.mem.ordinal()
+    }
+
+    /// Blocks until every copy queued on the buffer has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.mem.wait()
+    }
+
     /// The elements, after waiting for the copies queued on this buffer.
     pub fn as_slice(&self) -> Result<&[T]> {
-        let bytes = self
-            .bytes
-            .as_slice()
-            .map_err(crate::CudaError::driver("pinned buffer wait"))?;
+        let bytes = self.mem.host(self.size_bytes())?;
+        if self.len == 0 {
+            return Ok(&[]);
+        }
         // The allocation is page-aligned, so the cast cannot fail on alignment.
         Ok(bytemuck::cast_slice(bytes))
     }
 
     /// The elements for writing, after waiting for the copies queued on this buffer.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        let bytes = self
-            .bytes
-            .as_mut_slice()
-            .map_err(crate::CudaError::driver("pinned buffer wait"))?;
+        let size = self.size_bytes();
+        let bytes = self.mem.host_mut(size)?;
+        if self.len == 0 {
+            return Ok(&mut []);
+        }
         Ok(bytemuck::cast_slice_mut(bytes))
+    }
+
+    /// The same allocation seen as `len` elements of `U` (for pools that keep buffers by byte
+    /// size and lend them for any element type). Copies queued on it stay ordered before any
+    /// later use. The contents are whatever bytes the memory holds, valid for any `Pod` type.
+    ///
+    /// Errors with [`CudaError::PinnedTooSmall`](crate::CudaError::PinnedTooSmall) (and frees
+    /// the buffer) when `len` elements of `U` need more than
+    /// [`capacity_bytes`](Self::capacity_bytes).
+    pub fn recast<U: Pod>(self, len: usize) -> Result<PinnedBuffer<U>> {
+        let capacity = self.mem.bytes();
+        let requested = len.checked_mul(std::mem::size_of::<U>());
+        match requested {
+            Some(bytes) if bytes <= capacity => {}
+            _ => {
+                return Err(crate::CudaError::PinnedTooSmall {
+                    requested: requested.unwrap_or(usize::MAX),
+                    capacity,
+                })
+            }
+        }
+        // Allocations are page-aligned; only an empty buffer has a smaller (dangling) address,
+        // and then `len` elements of `U` fit only when there are none or `U` is zero-sized.
+        debug_assert!(capacity == 0 || self.mem.addr().is_multiple_of(std::mem::align_of::<U>()));
+        Ok(PinnedBuffer {
+            mem: self.mem,
+            len,
+            _elem: PhantomData,
+        })
     }
 }
 
@@ -300,13 +373,119 @@ impl<T: Pod> fmt::Debug for PinnedBuffer<T> {
         f.debug_struct("PinnedBuffer")
             .field("elem", &std::any::type_name::<T>())
             .field("len", &self.len)
+            .field("capacity_bytes", &self.mem.bytes())
+            .finish()
+    }
+}
+
+/// Memory the caller already has (a `Vec`, part of a larger buffer), page-locked in place with
+/// `cuMemHostRegister` for as long as this guard lives, so that copies from and to it run
+/// asynchronously at pinned speed without first copying it into a [`PinnedBuffer`].
+///
+/// Made by [`Device::register_host`](crate::Device::register_host); copied with
+/// [`Stream::copy_registered_to_device`](crate::Stream::copy_registered_to_device) and
+/// [`Stream::copy_to_registered`](crate::Stream::copy_to_registered). It holds the exclusive
+/// borrow of the memory, and tracks its copies with an event exactly as [`PinnedBuffer`] does:
+/// host access waits for them, and dropping the guard (or [`unregister`](Self::unregister))
+/// waits for them before unlocking the pages and giving the memory back to its owner.
+///
+/// As with [`PinnedBuffer`], a slice from [`as_slice`](Self::as_slice) passed to
+/// [`Stream::copy_to_device`](crate::Stream::copy_to_device) is copied asynchronously and not
+/// tracked; a guard whose host slices were handed out waits for its whole device before
+/// unregistering.
+///
+/// Registering is not free (the driver locks every page), so register large buffers that live
+/// for many copies, or use a pool of [`PinnedBuffer`]s. Memory the driver refuses (already
+/// page-locked, for one) gives a typed error naming the driver's code.
+pub struct RegisteredHost<'a, T: Pod> {
+    pub(crate) reg: Registration<'a>,
+    len: usize,
+    _elem: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: Pod> RegisteredHost<'a, T> {
+    pub(crate) fn new(device: &crate::Device, data: &'a mut [T]) -> Result<Self> {
+        let len = data.len();
+        let reg = Registration::new(device.context(), bytemuck::cast_slice_mut(data))?;
+        Ok(RegisteredHost {
+            reg,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// Ordinal of the device whose streams may copy to and from the memory.
+    pub fn device_ordinal(&self) -> usize {
+        self.reg.mem().ordinal()
+    }
+
+    /// Blocks until every copy queued on the memory has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.reg.mem().wait()
+    }
+
+    /// The elements, after waiting for the copies queued on the memory.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        let bytes = self.reg.mem().host(self.size_bytes())?;
+        if self.len == 0 {
+            return Ok(&[]);
+        }
+        // The memory came from a `&mut [T]`, so it is aligned for `T`.
+        Ok(bytemuck::cast_slice(bytes))
+    }
+
+    /// The elements for writing, after waiting for the copies queued on the memory.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        let size = self.size_bytes();
+        let bytes = self.reg.mem_mut().host_mut(size)?;
+        if self.len == 0 {
+            return Ok(&mut []);
+        }
+        Ok(bytemuck::cast_slice_mut(bytes))
+    }
+
+    /// Waits for the queued copies and unlocks the pages, reporting a failure that dropping
+    /// the guard would have to swallow. The memory is the owner's again either way.
+    pub fn unregister(self) -> Result<()> {
+        self.reg.unregister()
+    }
+}
+
+impl<T: Pod> fmt::Debug for RegisteredHost<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredHost")
+            .field("elem", &std::any::type_name::<T>())
+            .field("len", &self.len)
             .finish()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::byte_range;
+    use super::{byte_range, PinnedBuffer, RegisteredHost};
+
+    fn shared_across_threads<T: Send + Sync>() {}
+
+    #[test]
+    fn page_locked_memory_crosses_threads() {
+        shared_across_threads::<PinnedBuffer<u32>>();
+        shared_across_threads::<RegisteredHost<'static, u32>>();
+    }
 
     #[test]
     fn byte_ranges_scale_by_element_size() {

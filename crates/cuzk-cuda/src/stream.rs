@@ -1,7 +1,8 @@
 //! Streams (ordered queues of copies and launches on one device) and events (points in them).
 
-use crate::memory::{DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedBuffer};
-use crate::{raw, CudaError, Device, Kernel, Launch, Result};
+use crate::memory::{DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedBuffer, RegisteredHost};
+use crate::raw::{self, HostMem};
+use crate::{CudaError, Device, Kernel, Launch, Result};
 use bytemuck::Pod;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -107,9 +108,15 @@ impl Stream {
         Ok(buf)
     }
 
-    /// Copies `src` into `dst` (equal lengths). The host slice may be reused once this returns;
-    /// from pageable memory the copy is staged by the driver, so prefer [`PinnedBuffer`]s for
+    /// Copies `src` into `dst` (equal lengths). From pageable memory the driver stages the
+    /// copy, and the host slice may be reused once this returns; prefer [`PinnedBuffer`]s for
     /// large transfers.
+    ///
+    /// A slice of page-locked memory (from [`PinnedBuffer::as_slice`] or
+    /// [`RegisteredHost::as_slice`]) is copied asynchronously instead, and the buffer's event
+    /// does not track the copy: keep the memory unchanged and alive until the stream has passed
+    /// it (synchronize, or wait on an event recorded after it). The tracked
+    /// [`copy_pinned_to_device`](Self::copy_pinned_to_device) needs no such care.
     pub fn copy_to_device<T: Pod>(
         &self,
         src: &[T],
@@ -124,18 +131,63 @@ impl Stream {
     }
 
     /// Queues a copy of the whole pinned buffer into `dst` (equal lengths); the host does not
-    /// wait. The pinned buffer's accessors wait for it.
+    /// wait. The pinned buffer's accessors, and dropping it, wait for it.
     pub fn copy_pinned_to_device<T: Pod>(
         &self,
         src: &PinnedBuffer<T>,
         dst: &mut impl DeviceSliceMut<T>,
     ) -> Result<()> {
-        self.check("copy destination", dst)?;
         Self::same_len("pinned-to-device copy", dst.len(), src.len())?;
+        self.host_to_device(&src.mem, dst)
+    }
+
+    /// Queues a copy of the whole registered range into `dst` (equal lengths); the host does
+    /// not wait. The range's accessors, and dropping or unregistering it, wait for it.
+    pub fn copy_registered_to_device<T: Pod>(
+        &self,
+        src: &RegisteredHost<'_, T>,
+        dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        Self::same_len("registered-to-device copy", dst.len(), src.len())?;
+        self.host_to_device(src.reg.mem(), dst)
+    }
+
+    /// A copy from page-locked memory tracked by its event; `dst.len()` elements, which the
+    /// caller has checked against the source.
+    fn host_to_device<T: Pod>(
+        &self,
+        src: &HostMem,
+        dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        self.check("copy destination", dst)?;
+        self.check_host("copy source", src)?;
         let mut view = dst.raw_view_mut();
-        self.inner
-            .memcpy_htod(&src.bytes, &mut view)
+        src.copy_to_device(&self.inner, &mut view)
             .map_err(CudaError::driver("host-to-device copy"))
+    }
+
+    /// A copy into page-locked memory tracked by its event; `src.len()` elements, which the
+    /// caller has checked against the destination.
+    fn device_to_host<T: Pod>(&self, src: &impl DeviceSlice<T>, dst: &mut HostMem) -> Result<()> {
+        self.check("copy source", src)?;
+        self.check_host("copy destination", dst)?;
+        let view = src.raw_view();
+        dst.copy_from_device(&self.inner, &view)
+            .map_err(CudaError::driver("device-to-host copy"))
+    }
+
+    /// Page-locked memory records its copies with an event of the context it was made in, and
+    /// an event can only be recorded on streams of that context.
+    fn check_host(&self, what: &'static str, mem: &HostMem) -> Result<()> {
+        let (buffer_device, stream_device) = (mem.ordinal(), self.device.ordinal());
+        if buffer_device != stream_device {
+            return Err(CudaError::WrongDevice {
+                what,
+                buffer_device,
+                stream_device,
+            });
+        }
+        Ok(())
     }
 
     /// Copies `src` back into a new vector, waiting for it and all earlier work on this stream.
@@ -158,18 +210,25 @@ impl Stream {
     }
 
     /// Queues a copy of `src` into the whole pinned buffer (equal lengths); the host does not
-    /// wait. The pinned buffer's accessors wait for it.
+    /// wait. The pinned buffer's accessors, and dropping it, wait for it.
     pub fn copy_to_pinned<T: Pod>(
         &self,
         src: &impl DeviceSlice<T>,
         dst: &mut PinnedBuffer<T>,
     ) -> Result<()> {
-        self.check("copy source", src)?;
         Self::same_len("device-to-pinned copy", src.len(), dst.len())?;
-        let view = src.raw_view();
-        self.inner
-            .memcpy_dtoh(&view, &mut dst.bytes)
-            .map_err(CudaError::driver("device-to-host copy"))
+        self.device_to_host(src, &mut dst.mem)
+    }
+
+    /// Queues a copy of `src` into the whole registered range (equal lengths); the host does
+    /// not wait. The range's accessors, and dropping or unregistering it, wait for it.
+    pub fn copy_to_registered<T: Pod>(
+        &self,
+        src: &impl DeviceSlice<T>,
+        dst: &mut RegisteredHost<'_, T>,
+    ) -> Result<()> {
+        Self::same_len("device-to-registered copy", src.len(), dst.len())?;
+        self.device_to_host(src, dst.reg.mem_mut())
     }
 
     /// Queues a device-to-device copy (equal lengths).

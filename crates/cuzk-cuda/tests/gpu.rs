@@ -277,3 +277,147 @@ fn gpu_unknown_kernels_and_bad_lengths_are_typed_errors() {
         }
     ));
 }
+
+/// Queues roughly ten milliseconds of device work on `stream` (zeroing 16 × 1 GiB), so that a
+/// copy queued after it is certainly still pending when the host acts next.
+fn delay(stream: &Stream, scratch: &mut DeviceBuffer<u8>) {
+    for _ in 0..16 {
+        stream.zero(scratch).unwrap();
+    }
+}
+
+fn pattern(n: usize, salt: u32) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| (i ^ salt).wrapping_mul(2_654_435_761))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_pinned_drop_waits_for_in_flight_copies() {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let mut scratch = stream.alloc::<u8>(1 << 30).unwrap();
+    let n = 32 << 20; // 128 MiB of u32
+    let host = pattern(n, 7);
+
+    // Host to device: the copy waits behind the delay; dropping the buffer must wait for it.
+    let mut pinned = device.alloc_pinned::<u32>(n).unwrap();
+    pinned.as_mut_slice().unwrap().copy_from_slice(&host);
+    let mut dev = stream.alloc::<u32>(n).unwrap();
+    delay(&stream, &mut scratch);
+    let before_copy = device.new_event().unwrap();
+    stream.record(&before_copy).unwrap();
+    stream.copy_pinned_to_device(&pinned, &mut dev).unwrap();
+    drop(pinned);
+    // The copy started after `before_copy`; a drop that waited for the copy saw it complete.
+    assert!(
+        before_copy.is_complete(),
+        "drop returned before the copy ran"
+    );
+    assert_eq!(stream.download(&dev).unwrap(), host);
+
+    // Device to host, the same way.
+    let mut back = device.alloc_pinned::<u32>(n).unwrap();
+    delay(&stream, &mut scratch);
+    stream.record(&before_copy).unwrap();
+    stream.copy_to_pinned(&dev, &mut back).unwrap();
+    assert_eq!(back.as_slice().unwrap(), &host[..]);
+    assert!(before_copy.is_complete());
+    stream.copy_to_pinned(&dev, &mut back).unwrap();
+    drop(back);
+    stream.synchronize().unwrap();
+
+    // A recast buffer is the same allocation: it keeps the data and the capacity.
+    let mut bytes = device.alloc_pinned::<u8>(4096).unwrap();
+    bytes.as_mut_slice().unwrap()[..8].copy_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+    let words = bytes.recast::<u32>(2).unwrap();
+    assert_eq!(words.as_slice().unwrap(), &[1, 2]);
+    assert_eq!(words.capacity_bytes(), 4096);
+    let err = words.recast::<u64>(513).unwrap_err();
+    assert!(matches!(
+        err,
+        CudaError::PinnedTooSmall {
+            requested: 4104,
+            capacity: 4096
+        }
+    ));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_copies_on_one_pinned_buffer_are_ordered_across_streams() {
+    let device = device();
+    let (a, b) = (device.new_stream().unwrap(), device.new_stream().unwrap());
+    let mut scratch = a.alloc::<u8>(1 << 30).unwrap();
+    let n = 8 << 20;
+    let (first, second) = (pattern(n, 1), pattern(n, 2));
+    let mut pinned = device.alloc_pinned::<u32>(n).unwrap();
+    pinned.as_mut_slice().unwrap().copy_from_slice(&first);
+    let mut read_on_a = a.alloc::<u32>(n).unwrap();
+    let from_b = b.upload(&second).unwrap();
+    b.synchronize().unwrap();
+
+    // Stream a reads the buffer late (behind the delay); stream b then writes it. Without the
+    // buffer's event b's write would land first and a would read `second`.
+    delay(&a, &mut scratch);
+    a.copy_pinned_to_device(&pinned, &mut read_on_a).unwrap();
+    b.copy_to_pinned(&from_b, &mut pinned).unwrap();
+    assert_eq!(pinned.as_slice().unwrap(), &second[..]);
+    assert_eq!(a.download(&read_on_a).unwrap(), first);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_registered_memory_copies_round_trip() {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let mut scratch = stream.alloc::<u8>(1 << 30).unwrap();
+    let n = 16 << 20;
+    let original = pattern(n, 3);
+
+    // Host to device from the caller's own Vec, registered in place.
+    let mut data = original.clone();
+    let mut dev = stream.alloc::<u32>(n).unwrap();
+    let reg = device.register_host(&mut data).unwrap();
+    assert_eq!((reg.len(), reg.device_ordinal()), (n, 0));
+    delay(&stream, &mut scratch);
+    let before_copy = device.new_event().unwrap();
+    stream.record(&before_copy).unwrap();
+    stream.copy_registered_to_device(&reg, &mut dev).unwrap();
+    drop(reg); // waits for the copy, then unregisters
+    assert!(
+        before_copy.is_complete(),
+        "unregistered before the copy ran"
+    );
+    data.iter_mut().for_each(|x| *x = 0); // the memory is ours again
+    assert_eq!(stream.download(&dev).unwrap(), original);
+
+    // Device to host into registered memory; host access waits for the copy.
+    let mut out = vec![0u32; n];
+    {
+        let mut reg = device.register_host(&mut out).unwrap();
+        delay(&stream, &mut scratch);
+        stream.copy_to_registered(&dev, &mut reg).unwrap();
+        assert_eq!(reg.as_slice().unwrap(), &original[..]);
+        reg.as_mut_slice().unwrap()[0] = 42;
+        stream.copy_registered_to_device(&reg, &mut dev).unwrap();
+        reg.unregister().unwrap();
+    }
+    assert_eq!(out[0], 42);
+    assert_eq!(stream.download(&dev.slice(..2)).unwrap(), [42, original[1]]);
+
+    // Lengths are checked; empty registrations ask nothing of the driver.
+    let mut short = vec![0u32; 3];
+    let reg = device.register_host(&mut short).unwrap();
+    let err = stream
+        .copy_registered_to_device(&reg, &mut dev)
+        .unwrap_err();
+    assert!(matches!(err, CudaError::LengthMismatch { expected, got: 3, .. } if expected == n));
+    drop(reg);
+    let mut none: Vec<u32> = Vec::new();
+    let mut empty = device.register_host(&mut none).unwrap();
+    assert!(empty.as_slice().unwrap().is_empty());
+    assert!(empty.as_mut_slice().unwrap().is_empty());
+    empty.unregister().unwrap();
+}

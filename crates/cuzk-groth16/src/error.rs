@@ -211,4 +211,45 @@ pub enum Error {
     /// Synthesizing the circuit or evaluating its PCE failed.
     #[error(transparent)]
     Synthesis(#[from] cuzk_synth::SynthError),
+
+    /// The CUDA runtime failed (allocation, copy, launch, synchronisation).
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] cuzk_cuda::CudaError),
+
+    /// An NTT on the device failed.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Ntt(#[from] cuzk_ntt::NttError),
+
+    /// An MSM on the device failed.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Msm(#[from] cuzk_msm::MsmError),
+
+    /// A device memory budget refused a reservation the prover needs.
+    #[cfg(feature = "cuda")]
+    #[error("VRAM budget: {0}")]
+    Budget(#[from] cuzk_mem::MemError),
+
+    /// A point made on the device differs from the same multiple computed on the host (the
+    /// GPU parameter generator spot-checks every query).
+    #[cfg(feature = "cuda")]
+    #[error("GPU parameter generation: point {index} of section {section} is wrong")]
+    GpuMismatch {
+        /// The query holding the point.
+        section: Section,
+        /// Index of the point within its query.
+        index: usize,
+    },
+
+    /// Device-resident parameters were used with a prover on another device.
+    #[cfg(feature = "cuda")]
+    #[error("parameters are resident on device {params}, the prover runs on device {prover}")]
+    WrongDevice {
+        /// Ordinal of the device holding the parameters.
+        params: usize,
+        /// Ordinal of the prover's device.
+        prover: usize,
+    },
 }

@@ -1,4 +1,4 @@
-//! Parallel helpers over Fr vectors: powers of an element and batch inversion.
+//! Parallel helpers over Fr vectors: powers of an element.
 
 use cuzk_field::{Field, Scalar};
 use rayon::prelude::*;
@@ -25,33 +25,9 @@ pub(crate) fn powers(n: usize, start: Scalar, g: Scalar) -> Vec<Scalar> {
     v
 }
 
-/// Inverts every element in place (Montgomery's trick per chunk, chunks in parallel).
-/// Returns false, leaving `v` unspecified, if some element is zero.
-pub(crate) fn batch_invert(v: &mut [Scalar]) -> bool {
-    v.par_chunks_mut(CHUNK).all(|chunk| {
-        let mut prefix = Vec::with_capacity(chunk.len());
-        let mut acc = Scalar::ONE;
-        for x in chunk.iter() {
-            prefix.push(acc);
-            acc *= x;
-        }
-        let Some(mut inv) = Option::<Scalar>::from(acc.invert()) else {
-            return false;
-        };
-        for (x, before) in chunk.iter_mut().zip(prefix).rev() {
-            let x_inv = inv * before;
-            inv *= *x;
-            *x = x_inv;
-        }
-        true
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_chacha::rand_core::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn powers_match_repeated_multiplication() {
@@ -62,19 +38,5 @@ mod tests {
             assert_eq!(*x, want);
             want *= g;
         }
-    }
-
-    #[test]
-    fn batch_invert_inverts_and_detects_zero() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let orig: Vec<Scalar> = (0..CHUNK + 5).map(|_| Scalar::random(&mut rng)).collect();
-        let mut v = orig.clone();
-        assert!(batch_invert(&mut v));
-        for (x, y) in orig.iter().zip(&v) {
-            assert_eq!(*x * y, Scalar::ONE);
-        }
-        let mut v = orig;
-        v[CHUNK + 2] = Scalar::ZERO;
-        assert!(!batch_invert(&mut v));
     }
 }

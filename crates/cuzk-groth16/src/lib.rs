@@ -17,6 +17,8 @@ mod generator;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod msm;
+#[cfg(test)]
+mod old_gen_tmp;
 mod params;
 #[cfg(test)]
 mod pipeline_tests;
@@ -29,7 +31,8 @@ mod verifier;
 
 pub use error::{Error, PointError, Result, Section};
 pub use generator::{
-    generate_parameters, generate_parameters_with, generate_random_parameters, ToxicWaste,
+    generate_parameters, generate_parameters_with, generate_parameters_with_timings,
+    generate_random_parameters, ParamgenTimings, ToxicWaste,
 };
 pub use params::{Parameters, PreparedParameters, VerifyingKey};
 pub use proof::Proof;

@@ -1,9 +1,9 @@
 //! The QAP of a PCE at a point τ: Lagrange basis values over the domain and, per variable,
 //! `A_j(τ)`, `B_j(τ)`, `C_j(τ)` (the matrices transposed into per-column sums).
 
-use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::field::{batch_invert, powers};
+use crate::field::CHUNK;
+use cuzk_field::consts::root_of_unity;
 use cuzk_field::{Field, Scalar};
 use cuzk_synth::{Csr, Pce};
 use rayon::prelude::*;
@@ -13,27 +13,65 @@ use rayon::prelude::*;
 const ROWS_PER_PASS: usize = 1 << 16;
 /// Rows per parallel task within a pass.
 const ROWS_PER_TASK: usize = 1 << 10;
+/// Column ranges per thread when summing products into columns: more ranges than threads
+/// balance ranges that hold more entries (the ONE column in most circuits).
+const OWNERS_PER_THREAD: usize = 2;
 
-/// `L_k(τ)` for every `k < n`: `Z(τ)/n · ω^k/(τ − ω^k)`.
-/// Fails if τ is in the domain (then `Z(τ) = 0` and the basis degenerates).
-pub(crate) fn lagrange_at(domain: &Domain, tau: Scalar) -> Result<Vec<Scalar>> {
-    let n = domain.size();
-    let z = domain.vanishing_at(tau);
+/// `L_k(τ) = Z(τ)/n · ω^k/(τ − ω^k)` for every `k < n = 2^log_n` (`log_n` below Fr's
+/// two-adicity). Fails if τ is in the domain (then `Z(τ) = 0` and the basis degenerates).
+///
+/// Computed as `(Z(τ)/n) / (τ·ω^{−k} − 1)`, chunk by chunk: a running power for the
+/// denominators and a batch inversion whose one inverse absorbs the factor, so four
+/// multiplications per point and no buffer besides the result.
+pub(crate) fn lagrange_at(log_n: u32, tau: Scalar) -> Result<Vec<Scalar>> {
+    let n = 1usize << log_n;
+    let z = tau.pow_vartime([n as u64]) - Scalar::ONE;
     if bool::from(z.is_zero()) {
         return Err(Error::DegenerateToxicWaste(
             "tau lies in the evaluation domain",
         ));
     }
-    let omegas = powers(n, Scalar::ONE, domain.omega());
-    let mut denominators: Vec<Scalar> = omegas.par_iter().map(|w| tau - w).collect();
-    // τ ∉ domain, so no denominator is zero.
-    assert!(batch_invert(&mut denominators));
-    let factor = z * domain.size_inv();
-    Ok(omegas
-        .par_iter()
-        .zip(denominators.par_iter())
-        .map(|(w, d)| factor * w * d)
-        .collect())
+    let omega = root_of_unity(log_n).expect("the caller checked the size against the two-adicity");
+    // ω and n are non-zero: both inverses exist.
+    let omega_inv = omega.invert().unwrap();
+    let factor = z * Scalar::from(n as u64).invert().unwrap();
+    let mut out = vec![Scalar::ZERO; n];
+    let all_invertible = out
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .map_init(
+            || Vec::with_capacity(CHUNK),
+            |denominators: &mut Vec<Scalar>, (k, chunk)| {
+                denominators.clear();
+                let mut v = tau * omega_inv.pow_vartime([(k * CHUNK) as u64]);
+                let mut product = Scalar::ONE;
+                for x in chunk.iter_mut() {
+                    let d = v - Scalar::ONE;
+                    // The product of the denominators before this one.
+                    *x = product;
+                    product *= d;
+                    denominators.push(d);
+                    v *= omega_inv;
+                }
+                let Some(inv) = Option::<Scalar>::from(product.invert()) else {
+                    return false;
+                };
+                // factor / (d_0 ⋯ d_j) while walking back: each step peels one denominator.
+                let mut inv = inv * factor;
+                for (x, d) in chunk.iter_mut().zip(denominators.iter()).rev() {
+                    *x *= inv;
+                    inv *= d;
+                }
+                true
+            },
+        )
+        .all(|ok| ok);
+    // τ ∉ domain, so τ·ω^{−k} ≠ 1 for every k.
+    assert!(
+        all_invertible,
+        "a Lagrange denominator vanished off the domain"
+    );
+    Ok(out)
 }
 
 /// Checks that `m` is a well-formed CSR matrix of `rows` rows over `num_vars` columns.
@@ -63,7 +101,7 @@ pub(crate) fn check_csr(m: &Csr, rows: usize, num_vars: usize, name: &'static st
             m.row_ptr[rows] as usize,
         ));
     }
-    if let Some(w) = m.row_ptr.windows(2).find(|w| w[0] > w[1]) {
+    if let Some(w) = m.row_ptr.par_windows(2).find_first(|w| w[0] > w[1]) {
         // Row pointers must not decrease: report the offending pair.
         return Err(mismatch(
             "PCE row pointer after a larger one",
@@ -83,6 +121,10 @@ pub(crate) fn check_csr(m: &Csr, rows: usize, num_vars: usize, name: &'static st
 
 /// Per-column sums `Σ_row m[row][j]·weights[row]`, plus whether column j has any entry.
 /// The matrix must have passed [`check_csr`] with `weights.len()` rows.
+///
+/// Rows go in passes: the pass's products are formed in parallel by rows, then summed into
+/// columns in parallel by column ranges, each task scanning the pass's column indices for
+/// its own range (a transpose without atomics or a second copy of the matrix).
 pub(crate) fn column_sums(
     m: &Csr,
     num_vars: usize,
@@ -91,6 +133,8 @@ pub(crate) fn column_sums(
     let mut sums = vec![Scalar::ZERO; num_vars];
     let mut present = vec![false; num_vars];
     let rows = weights.len();
+    let owners = rayon::current_num_threads() * OWNERS_PER_THREAD;
+    let span = num_vars.div_ceil(owners).max(1);
     let mut products: Vec<Scalar> = Vec::new();
     for pass_start in (0..rows).step_by(ROWS_PER_PASS) {
         let pass_end = (pass_start + ROWS_PER_PASS).min(rows);
@@ -113,18 +157,31 @@ pub(crate) fn column_sums(
             let offset = m.row_ptr[lo] as usize;
             for row in lo..hi {
                 let (s, e) = (m.row_ptr[row] as usize, m.row_ptr[row + 1] as usize);
+                let w = weights[row];
                 for k in s..e {
-                    out[k - offset] = m.vals[k] * weights[row];
+                    // Most coefficients are one: skip the multiplication for them.
+                    let v = m.vals[k];
+                    out[k - offset] = if v == Scalar::ONE { w } else { v * w };
                 }
             }
         });
 
-        // Summing into columns is a scatter; it is one addition per entry, cheap next to
-        // the multiplications above.
-        for (col, p) in m.cols[base..end].iter().zip(&products) {
-            sums[*col as usize] += p;
-            present[*col as usize] = true;
-        }
+        let cols = &m.cols[base..end];
+        let products = &products;
+        sums.par_chunks_mut(span)
+            .zip(present.par_chunks_mut(span))
+            .enumerate()
+            .for_each(|(owner, (sums, present))| {
+                let lo = owner * span;
+                for (&col, p) in cols.iter().zip(products) {
+                    // One comparison: columns below the range wrap around to huge offsets.
+                    let j = (col as usize).wrapping_sub(lo);
+                    if j < sums.len() {
+                        sums[j] += p;
+                        present[j] = true;
+                    }
+                }
+            });
     }
     (sums, present)
 }
@@ -171,6 +228,7 @@ pub(crate) fn qap_at(pce: &Pce, lagrange: &[Scalar]) -> QapAtTau {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Domain;
     use rand_chacha::rand_core::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -179,7 +237,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(21);
         let d = Domain::new(16).unwrap();
         let tau = Scalar::random(&mut rng);
-        let lag = lagrange_at(&d, tau).unwrap();
+        let lag = lagrange_at(d.log_size(), tau).unwrap();
         // Σ_k L_k(τ)·p(ω^k) = p(τ) for p of degree < n; check p(x) = x^3 + 2.
         let mut acc = Scalar::ZERO;
         for (k, l) in lag.iter().enumerate() {
@@ -187,7 +245,11 @@ mod tests {
             acc += *l * (x.pow_vartime([3u64]) + Scalar::from(2u64));
         }
         assert_eq!(acc, tau.pow_vartime([3u64]) + Scalar::from(2u64));
-        assert!(lagrange_at(&d, d.omega()).is_err());
+        assert!(lagrange_at(d.log_size(), d.omega()).is_err());
+        // Across chunks: the basis sums to one.
+        let big = lagrange_at(14, tau).unwrap();
+        assert_eq!(big.iter().sum::<Scalar>(), Scalar::ONE);
+        assert_eq!(lagrange_at(0, tau).unwrap(), vec![Scalar::ONE]);
     }
 
     #[test]

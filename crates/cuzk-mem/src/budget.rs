@@ -129,13 +129,124 @@ impl Budget {
         timeout: Option<Duration>,
     ) -> Result<Reservation, MemError> {
         self.check_capacity(bytes)?;
+        self.wait_for(bytes, timeout, |ledger| {
+            (self.inner.capacity - ledger.used >= bytes).then(|| self.grant(ledger, bytes))
+        })
+    }
+
+    /// Reserves as much as is free now, up to `max` and at least `min` (`max` below `min`
+    /// counts as `min`); never waits. For work that adapts to what it gets: a chunked MSM
+    /// takes its VRAM allowance from [`Reservation::bytes`].
+    ///
+    /// Errors with [`MemError::ExceedsCapacity`] if `min` is more than the capacity, and with
+    /// [`MemError::Unavailable`] if fewer than `min` bytes are free now.
+    pub fn try_reserve_up_to(&self, min: u64, max: u64) -> Result<Reservation, MemError> {
+        self.check_capacity(min)?;
+        let mut ledger = lock(&self.inner.ledger);
+        let available = self.inner.capacity - ledger.used;
+        if min > available {
+            return Err(MemError::Unavailable {
+                budget: self.inner.name.clone(),
+                requested: min,
+                available,
+                capacity: self.inner.capacity,
+            });
+        }
+        Ok(self.grant(&mut ledger, max.max(min).min(available)))
+    }
+
+    /// The first of `plans` whose total fits the capacity at all: the fallback choice among
+    /// layouts listed from most to least preferred (all buffers resident first, then ever
+    /// smaller chunked layouts). It looks at the capacity only, not at what is free now.
+    ///
+    /// Errors with [`MemError::NoPlanFits`], naming the smallest total, when none fits.
+    pub fn choose(&self, plans: &[Plan]) -> Result<usize, MemError> {
+        plans
+            .iter()
+            .position(|p| p.total() <= self.inner.capacity)
+            .ok_or_else(|| self.no_plan_fits(plans))
+    }
+
+    /// Reserves the first of `plans` (most preferred first) that fits in what is free now, as
+    /// one reservation of its total; never waits. Returns the plan's index with it.
+    ///
+    /// Errors with [`MemError::NoPlanFits`] when no plan fits even the capacity, and with
+    /// [`MemError::Unavailable`] (naming the smallest plan that fits the capacity) when some
+    /// would fit after releases.
+    pub fn try_reserve_first(&self, plans: &[Plan]) -> Result<(usize, Reservation), MemError> {
+        let totals = self.fitting_totals(plans)?;
+        let mut ledger = lock(&self.inner.ledger);
+        let available = self.inner.capacity - ledger.used;
+        match totals.iter().find(|(_, total)| *total <= available) {
+            Some(&(index, total)) => Ok((index, self.grant(&mut ledger, total))),
+            None => Err(MemError::Unavailable {
+                budget: self.inner.name.clone(),
+                requested: totals.iter().map(|&(_, t)| t).min().unwrap_or(0),
+                available,
+                capacity: self.inner.capacity,
+            }),
+        }
+    }
+
+    /// [`Budget::try_reserve_first`], waiting for releases (for at most `timeout`) while no
+    /// plan fits what is free. At each chance the first plan that fits wins, so a smaller
+    /// layout that fits now is taken rather than waiting for a preferred one: progress over
+    /// speed. Callers who would rather wait for the preferred layout call
+    /// [`Budget::reserve_blocking`] with its total.
+    pub fn reserve_first_blocking(
+        &self,
+        plans: &[Plan],
+        timeout: Option<Duration>,
+    ) -> Result<(usize, Reservation), MemError> {
+        let totals = self.fitting_totals(plans)?;
+        let smallest = totals.iter().map(|&(_, t)| t).min().unwrap_or(0);
+        self.wait_for(smallest, timeout, |ledger| {
+            let available = self.inner.capacity - ledger.used;
+            totals
+                .iter()
+                .find(|(_, total)| *total <= available)
+                .map(|&(index, total)| (index, self.grant(ledger, total)))
+        })
+    }
+
+    /// The index and total of every plan that fits the capacity, in the given order.
+    fn fitting_totals(&self, plans: &[Plan]) -> Result<Vec<(usize, u64)>, MemError> {
+        let totals: Vec<(usize, u64)> = plans
+            .iter()
+            .map(Plan::total)
+            .enumerate()
+            .filter(|&(_, total)| total <= self.inner.capacity)
+            .collect();
+        if totals.is_empty() {
+            return Err(self.no_plan_fits(plans));
+        }
+        Ok(totals)
+    }
+
+    fn no_plan_fits(&self, plans: &[Plan]) -> MemError {
+        MemError::NoPlanFits {
+            budget: self.inner.name.clone(),
+            capacity: self.inner.capacity,
+            plans: plans.len(),
+            smallest: plans.iter().map(Plan::total).min(),
+        }
+    }
+
+    /// Runs `attempt` under the ledger lock until it grants something, waiting for releases
+    /// in between, for at most `timeout`; `requested` names the bytes in a timeout error.
+    fn wait_for<R>(
+        &self,
+        requested: u64,
+        timeout: Option<Duration>,
+        mut attempt: impl FnMut(&mut Ledger) -> Option<R>,
+    ) -> Result<R, MemError> {
         let start = Instant::now();
         // A timeout too large to add to `now` is as good as none.
         let deadline = timeout.and_then(|t| start.checked_add(t));
         let mut ledger = lock(&self.inner.ledger);
         loop {
-            if self.inner.capacity - ledger.used >= bytes {
-                return Ok(self.grant(&mut ledger, bytes));
+            if let Some(granted) = attempt(&mut ledger) {
+                return Ok(granted);
             }
             ledger = match deadline {
                 None => self
@@ -148,7 +259,7 @@ impl Budget {
                     if now >= deadline {
                         return Err(MemError::TimedOut {
                             budget: self.inner.name.clone(),
-                            requested: bytes,
+                            requested,
                             waited: now - start,
                         });
                     }
@@ -441,6 +552,91 @@ mod tests {
         drop(held);
         let r = b.try_reserve_plan(&plan).unwrap();
         assert_eq!(r.bytes(), 70);
+    }
+
+    #[test]
+    fn up_to_grants_what_is_free_between_the_bounds() {
+        let b = Budget::new("vram 0", 100);
+        let big = b.try_reserve_up_to(10, 70).unwrap();
+        assert_eq!(big.bytes(), 70);
+        let rest = b.try_reserve_up_to(10, 70).unwrap();
+        assert_eq!(rest.bytes(), 30);
+        assert!(matches!(
+            b.try_reserve_up_to(1, 5),
+            Err(MemError::Unavailable {
+                requested: 1,
+                available: 0,
+                ..
+            })
+        ));
+        drop(rest);
+        // `max` below `min` is `min`; `min` above the capacity is refused at once.
+        assert_eq!(b.try_reserve_up_to(20, 5).unwrap().bytes(), 20);
+        assert!(matches!(
+            b.try_reserve_up_to(101, 200),
+            Err(MemError::ExceedsCapacity { requested: 101, .. })
+        ));
+        drop(big);
+        assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn fallback_plans_take_the_first_that_fits() {
+        let b = Budget::new("vram 0", 100);
+        let resident = Plan::new().with("bases", 80).with("scalars", 40);
+        let fewer = Plan::new().with("bases", 80).with("scalar chunk", 10);
+        let chunked = Plan::new().with("base chunk", 20).with("scalar chunk", 10);
+        let plans = [resident.clone(), fewer, chunked];
+        assert_eq!(b.choose(&plans).unwrap(), 1);
+        let (first, r1) = b.try_reserve_first(&plans).unwrap();
+        assert_eq!((first, r1.bytes()), (1, 90));
+        // 10 bytes free: nothing fits now, the chunked layout would after releases.
+        let err = b.try_reserve_first(&plans).unwrap_err();
+        assert!(matches!(
+            err,
+            MemError::Unavailable {
+                requested: 30,
+                available: 10,
+                ..
+            }
+        ));
+        let b2 = b.clone();
+        let plans2 = plans.clone();
+        let waiter = std::thread::spawn(move || {
+            b2.reserve_first_blocking(&plans2, Some(Duration::from_secs(10)))
+                .map(|(i, r)| (i, r.bytes()))
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(r1);
+        // With all 100 bytes free the waiter takes its most preferred fitting plan.
+        assert_eq!(waiter.join().unwrap().unwrap(), (1, 90));
+        assert_eq!(b.used(), 0);
+
+        let err = b.choose(std::slice::from_ref(&resident)).unwrap_err();
+        assert!(matches!(
+            err,
+            MemError::NoPlanFits {
+                plans: 1,
+                smallest: Some(120),
+                capacity: 100,
+                ..
+            }
+        ));
+        assert!(err.to_string().contains("120"), "{err}");
+        assert!(matches!(
+            b.try_reserve_first(&[]),
+            Err(MemError::NoPlanFits {
+                plans: 0,
+                smallest: None,
+                ..
+            })
+        ));
+        let held = b.try_reserve(95).unwrap();
+        assert!(matches!(
+            b.reserve_first_blocking(&plans, Some(Duration::from_millis(10))),
+            Err(MemError::TimedOut { requested: 30, .. })
+        ));
+        drop(held);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The typed errors of budgets, reservations, meminfo and size parsing.
+//! The typed errors of budgets, reservations, plans, pools, meminfo and size parsing.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,6 +46,32 @@ pub enum MemError {
         waited: Duration,
     },
 
+    /// None of the `plans` offered to budget `budget` fits its whole `capacity`; the
+    /// smallest needs `smallest` bytes (`None`: no plan was offered).
+    #[error(
+        "budget {budget}: none of {plans} plan(s) fits its capacity of {capacity} bytes{}",
+        smallest_text(*.smallest)
+    )]
+    NoPlanFits {
+        /// The budget's name.
+        budget: String,
+        /// The budget's capacity.
+        capacity: u64,
+        /// How many plans were offered.
+        plans: usize,
+        /// Total of the smallest plan.
+        smallest: Option<u64>,
+    },
+
+    /// `len` elements of `elem_bytes` bytes each is more bytes than a `u64` holds.
+    #[error("{len} elements of {elem_bytes} bytes overflow a byte count")]
+    SizeOverflow {
+        /// Elements asked for.
+        len: u64,
+        /// Bytes per element.
+        elem_bytes: u64,
+    },
+
     /// `requested` bytes cannot be split off a reservation that holds only `held`.
     #[error("cannot split {requested} bytes off a reservation of {held} bytes")]
     SplitTooLarge {
@@ -84,6 +110,53 @@ pub enum MemError {
         margin: u64,
     },
 
+    /// Device `device` reports `base` bytes (free or total, as the policy asks), no more than
+    /// the `margin` kept back, so the VRAM budget would be empty.
+    #[error("device {device}: {base} bytes of VRAM, not more than the {margin}-byte margin")]
+    NoDeviceMemory {
+        /// The device's ordinal.
+        device: usize,
+        /// Free (or total) device memory in bytes.
+        base: u64,
+        /// The margin subtracted from it.
+        margin: u64,
+    },
+
+    /// A fixed VRAM budget of `fixed` bytes was configured for device `device`, which has
+    /// only `total` bytes.
+    #[error("device {device}: a fixed VRAM budget of {fixed} bytes exceeds its {total} bytes")]
+    FixedExceedsDevice {
+        /// The device's ordinal.
+        device: usize,
+        /// The configured budget.
+        fixed: u64,
+        /// The device's total memory.
+        total: u64,
+    },
+
+    /// The CUDA operation `op` on device `device` failed.
+    #[cfg(feature = "cuda")]
+    #[error("device {device}: {op} failed: {source}")]
+    Cuda {
+        /// What was being done, such as `pinned allocation`.
+        op: &'static str,
+        /// The device's ordinal.
+        device: usize,
+        /// The runtime's error (boxed: it is large, and rare).
+        #[source]
+        source: Box<cuzk_cuda::CudaError>,
+    },
+
+    /// The driver-memory sampler of device `device` could not run: `reason`.
+    #[cfg(feature = "cuda")]
+    #[error("device {device}: VRAM sampler: {reason}")]
+    SamplerThread {
+        /// The device's ordinal.
+        device: usize,
+        /// What went wrong (thread spawn failure, panic, second stop).
+        reason: String,
+    },
+
     /// A fixed budget of zero bytes was configured; it would admit nothing.
     #[error("a budget of 0 bytes admits nothing")]
     ZeroCapacity,
@@ -97,4 +170,11 @@ pub enum MemError {
         /// What is wrong with it.
         reason: &'static str,
     },
+}
+
+fn smallest_text(smallest: Option<u64>) -> String {
+    match smallest {
+        Some(bytes) => format!(" (the smallest needs {bytes} bytes)"),
+        None => " (no plan was offered)".to_string(),
+    }
 }

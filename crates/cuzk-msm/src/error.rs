@@ -68,6 +68,29 @@ pub enum MsmError {
         /// Device of the scalars.
         scalars: usize,
     },
+    /// A fixed-base table cannot be built for the identity: every entry would be the identity,
+    /// which the affine kernels cannot add.
+    #[error("the {group} fixed-base table's base point is the identity")]
+    IdentityBase {
+        /// The group (`g1` or `g2`).
+        group: &'static str,
+    },
+    /// Points per thread of the fixed-base kernels outside the supported range.
+    #[error("{per} points per thread is outside the supported range 1..={max}")]
+    BadPointsPerThread {
+        /// The number asked for.
+        per: u32,
+        /// The largest supported number.
+        max: u32,
+    },
+    /// A fixed-base multiplication's output does not hold one point per scalar.
+    #[error("{scalars} scalars but room for {out} points: fixed-base output needs one per scalar")]
+    OutputLength {
+        /// Number of scalars given.
+        scalars: usize,
+        /// Number of points the output holds.
+        out: usize,
+    },
     /// The CUDA runtime failed (kernel image, launch, copy or allocation).
     #[cfg(feature = "cuda")]
     #[error(transparent)]

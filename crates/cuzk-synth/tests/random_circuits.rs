@@ -2,7 +2,7 @@
 //! caught at the right constraint on both the checking system and the PCE.
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, SynthesisError, Variable};
-use cuzk_field::Scalar;
+use cuzk_field::{FrRepr, Scalar};
 use cuzk_synth::testing::RandomCircuit;
 use cuzk_synth::{check_satisfied, synthesize_full, synthesize_witness, Pce, SynthError};
 use ff::Field;
@@ -33,6 +33,21 @@ fn agree(circuit: &RandomCircuit) -> Result<(), TestCaseError> {
     );
     pce.evaluate_into(&w, &mut a, &mut b, &mut c).unwrap();
     prop_assert_eq!((a, b, c), (eval.a.clone(), eval.b.clone(), eval.c.clone()));
+
+    // The device-layout path: same values, padding zeroed, satisfied.
+    let padded = rows.next_power_of_two() + 1;
+    let junk = FrRepr { limbs: [7; 4] };
+    let (mut ra, mut rb, mut rc) = (vec![junk; padded], vec![junk; padded], vec![junk; padded]);
+    pce.evaluate_checked_into(&w, &mut ra, &mut rb, &mut rc)
+        .unwrap();
+    let reprs = |v: &[Scalar]| -> Vec<FrRepr> {
+        let mut out: Vec<FrRepr> = v.iter().map(|&x| x.into()).collect();
+        out.resize(padded, FrRepr::default());
+        out
+    };
+    prop_assert_eq!(ra, reprs(&eval.a));
+    prop_assert_eq!(rb, reprs(&eval.b));
+    prop_assert_eq!(rc, reprs(&eval.c));
 
     pce.check(&w, &eval).unwrap();
     check_satisfied(circuit.clone()).unwrap();
@@ -66,6 +81,12 @@ proptest! {
         let pce = Pce::record(circuit.clone()).unwrap();
         let w = synthesize_witness(circuit.clone()).unwrap();
         match pce.check_witness(&w) {
+            Err(SynthError::Unsatisfied { index, name: None }) => prop_assert_eq!(index, k),
+            other => prop_assert!(false, "expected Unsatisfied, got {:?}", other),
+        }
+        let rows = pce.num_rows();
+        let (mut ra, mut rb, mut rc) = (vec![FrRepr::default(); rows], vec![FrRepr::default(); rows], vec![FrRepr::default(); rows]);
+        match pce.evaluate_checked_into(&w, &mut ra, &mut rb, &mut rc) {
             Err(SynthError::Unsatisfied { index, name: None }) => prop_assert_eq!(index, k),
             other => prop_assert!(false, "expected Unsatisfied, got {:?}", other),
         }

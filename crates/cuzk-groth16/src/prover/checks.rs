@@ -21,13 +21,34 @@ fn expect(what: &'static str, expected: usize, found: usize) -> Result<()> {
     }
 }
 
+/// The sizes of a parameter set's queries: all the checks need, so that provers whose
+/// points live elsewhere (on a device) check the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub ic: usize,
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+}
+
+impl Shape {
+    pub(crate) fn of(params: &PreparedParameters) -> Shape {
+        Shape {
+            ic: params.vk().ic.len(),
+            h: params.h().len(),
+            l: params.l().len(),
+            a: params.a().len(),
+            b_g1: params.b_g1().len(),
+            b_g2: params.b_g2().len(),
+        }
+    }
+}
+
 /// Checks the witness's assignment sizes and constant against the parameters.
-pub(crate) fn check_witness(
-    params: &PreparedParameters,
-    inputs: &[Scalar],
-    aux: &[Scalar],
-) -> Result<()> {
-    let ic = params.vk().ic.len();
+pub(crate) fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -> Result<()> {
+    let ic = params.ic;
     if inputs.len() != ic {
         return Err(Error::WrongInputCount {
             expected: ic.saturating_sub(1),
@@ -39,7 +60,7 @@ pub(crate) fn check_witness(
     }
     expect(
         "number of aux variables (L query size)",
-        params.l().len(),
+        params.l,
         aux.len(),
     )
 }
@@ -47,7 +68,7 @@ pub(crate) fn check_witness(
 /// Checks the densities and the row count against the parameters' queries; returns the
 /// evaluation domain.
 pub(crate) fn check_queries(
-    params: &PreparedParameters,
+    params: &Shape,
     num_inputs: usize,
     num_aux: usize,
     density: &Density,
@@ -58,24 +79,24 @@ pub(crate) fn check_queries(
     expect("B aux density length", num_aux, density.b_aux.len())?;
     expect(
         "A query size implied by the A density",
-        params.a().len(),
+        params.a,
         num_inputs + density.a_aux.count_ones(),
     )?;
     let b = density.b_input.count_ones() + density.b_aux.count_ones();
     expect(
         "B query (G1) size implied by the B densities",
-        params.b_g1().len(),
+        params.b_g1,
         b,
     )?;
     expect(
         "B query (G2) size implied by the B densities",
-        params.b_g2().len(),
+        params.b_g2,
         b,
     )?;
     let domain = Domain::new(num_rows)?;
     expect(
         "H query size implied by the row count",
-        params.h().len(),
+        params.h,
         domain.size() - 1,
     )?;
     Ok(domain)

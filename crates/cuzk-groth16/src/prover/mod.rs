@@ -12,11 +12,12 @@ mod quotient;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::msm::{msm_g1, msm_g2, Segment};
-use crate::params::PreparedParameters;
+use crate::params::{PreparedParameters, VerifyingKey};
 use crate::proof::Proof;
 use bellpepper_core::Circuit;
-use checks::{check_delta, check_queries, check_satisfied, check_witness};
-use cuzk_field::{Curve, Field, Scalar};
+use checks::check_satisfied;
+pub(crate) use checks::{check_delta, check_queries, check_witness, Shape};
+use cuzk_field::{Curve, Field, G1Projective, G2Projective, Scalar};
 use cuzk_synth::{
     synthesize_full, synthesize_witness, Density, Evaluations, FullSynthesis, Pce, Witness,
 };
@@ -81,9 +82,10 @@ pub fn prove_synthesized(
         eval,
         density,
     } = synthesis;
-    check_witness(params, &witness.inputs, &witness.aux)?;
+    let shape = Shape::of(params);
+    check_witness(&shape, &witness.inputs, &witness.aux)?;
     let domain = check_queries(
-        params,
+        &shape,
         witness.inputs.len(),
         witness.aux.len(),
         density,
@@ -139,7 +141,8 @@ fn prove_with_density(
     r: Scalar,
     s: Scalar,
 ) -> Result<Proof> {
-    check_witness(params, &witness.inputs, &witness.aux)?;
+    let shape = Shape::of(params);
+    check_witness(&shape, &witness.inputs, &witness.aux)?;
     if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
         return Err(Error::ShapeMismatch {
             what: "PCE variables (inputs + aux)",
@@ -147,7 +150,7 @@ fn prove_with_density(
             found: pce.num_inputs + pce.num_aux,
         });
     }
-    let domain = check_queries(params, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
+    let domain = check_queries(&shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
     let eval = pce.evaluate(witness)?;
     prove_core(params, &domain, witness, eval, density, r, s)
 }
@@ -188,16 +191,45 @@ fn prove_core(
         Segment::sparse(&params.b_g2()[nbi..], aux, &density.b_aux),
     ]);
 
-    // A = α + ΣA + rδ;  B = β + ΣB + sδ;
-    // C = s·A + r·B_G1 − rs·δ + L + H, expanded as bellperson computes it:
-    //   s·ΣA + r·ΣB_G1 + rs·δ + s·α + r·β + L + H.
-    let g_a = a_sum + vk.alpha_g1 + vk.delta_g1 * r;
-    let g_b = b_g2_sum + vk.beta_g2 + vk.delta_g2 * s;
-    let g_c =
-        a_sum * s + b_g1_sum * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + l + h;
-    Ok(Proof {
+    Ok(assemble(
+        vk,
+        &Sums {
+            h,
+            l,
+            a: a_sum,
+            b_g1: b_g1_sum,
+            b_g2: b_g2_sum,
+        },
+        r,
+        s,
+    ))
+}
+
+/// The five MSM results of one proof.
+pub(crate) struct Sums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// The proof from the MSM results and the randomness, as bellperson assembles it:
+/// A = α + ΣA + rδ;  B = β + ΣB + sδ;
+/// C = s·A + r·B_G1 − rs·δ + L + H, expanded as s·ΣA + r·ΣB_G1 + rs·δ + s·α + r·β + L + H.
+pub(crate) fn assemble(vk: &VerifyingKey, sums: &Sums, r: Scalar, s: Scalar) -> Proof {
+    let g_a = sums.a + vk.alpha_g1 + vk.delta_g1 * r;
+    let g_b = sums.b_g2 + vk.beta_g2 + vk.delta_g2 * s;
+    let g_c = sums.a * s
+        + sums.b_g1 * r
+        + vk.delta_g1 * (r * s)
+        + vk.alpha_g1 * s
+        + vk.beta_g1 * r
+        + sums.l
+        + sums.h;
+    Proof {
         a: g_a.to_affine(),
         b: g_b.to_affine(),
         c: g_c.to_affine(),
-    })
+    }
 }

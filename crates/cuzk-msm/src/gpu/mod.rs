@@ -26,6 +26,7 @@
 //! # let _ = sum; Ok(()) }
 //! ```
 
+mod fixed;
 mod launch;
 mod run;
 mod workspace;
@@ -45,6 +46,10 @@ use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use workspace::Workspace;
 
+pub use fixed::{
+    default_fixed_bits, fixed_table_host, fixed_windows, FixedBaseEngine, FixedBaseTable,
+    FIXED_MAX_BITS, FIXED_MAX_PER_THREAD, FIXED_MIN_BITS,
+};
 pub use launch::GEN_POINTS_PER_THREAD;
 
 /// Device memory left to others when the allowance is taken from the driver's free figure.
@@ -113,6 +118,12 @@ impl<C: MsmCurve> Bases<C> {
     /// The device buffer of the points (one spare element when there are none).
     pub fn points(&self) -> &DeviceBuffer<C::AffineRepr> {
         &self.points
+    }
+
+    /// The device buffer of the points, to refill in place: a caller that streams bases
+    /// through the device in chunks reuses one `Bases` for every chunk.
+    pub fn points_mut(&mut self) -> &mut DeviceBuffer<C::AffineRepr> {
+        &mut self.points
     }
 
     /// Copies the points back to the host.

@@ -2,9 +2,10 @@
 
 use super::{Csr, Pce};
 use crate::{Evaluations, SynthError, Witness};
-use cuzk_field::Scalar;
+use cuzk_field::{FrRepr, Scalar};
 use ff::Field;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Smallest number of rows per parallel task: large enough to amortise scheduling, small
 /// enough that the heavy rows of a circuit (long packing sums) spread over all threads.
@@ -99,6 +100,63 @@ impl Pce {
                 .for_each(|(r, o)| *o = product_row(m, &cols, r, &minus_one));
         }
         Ok(())
+    }
+
+    /// Evaluates `w` into caller buffers in the device layout (blst's Montgomery limbs, as
+    /// [`FrRepr::from`] makes them) and checks `a·b = c` in the same pass, so a GPU prover
+    /// reads the witness once and never ships an unsatisfied witness to the device. The
+    /// buffers may be longer than `num_rows()` (a power-of-two domain): the rest is zeroed.
+    /// Errors with the first failing row.
+    pub fn evaluate_checked_into(
+        &self,
+        w: &Witness,
+        a: &mut [FrRepr],
+        b: &mut [FrRepr],
+        c: &mut [FrRepr],
+    ) -> Result<(), SynthError> {
+        self.check_witness_shape(w)?;
+        let rows = self.num_rows();
+        if a.len() < rows || a.len() != b.len() || a.len() != c.len() {
+            return Err(SynthError::EvaluationShape {
+                expected: rows,
+                a: a.len(),
+                b: b.len(),
+                c: c.len(),
+            });
+        }
+        let cols = Columns {
+            inputs: &w.inputs,
+            aux: &w.aux,
+        };
+        let minus_one = -Scalar::ONE;
+        let first_failing = AtomicUsize::new(usize::MAX);
+        let (a_rows, a_pad) = a.split_at_mut(rows);
+        let (b_rows, b_pad) = b.split_at_mut(rows);
+        let (c_rows, c_pad) = c.split_at_mut(rows);
+        a_rows
+            .par_iter_mut()
+            .zip(b_rows.par_iter_mut())
+            .zip(c_rows.par_iter_mut())
+            .with_min_len(MIN_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(r, ((ao, bo), co))| {
+                let x = product_row(&self.a, &cols, r, &minus_one);
+                let y = product_row(&self.b, &cols, r, &minus_one);
+                let z = product_row(&self.c, &cols, r, &minus_one);
+                if x * y != z {
+                    first_failing.fetch_min(r, Ordering::Relaxed);
+                }
+                *ao = x.into();
+                *bo = y.into();
+                *co = z.into();
+            });
+        for pad in [a_pad, b_pad, c_pad] {
+            pad.par_iter_mut().for_each(|e| *e = FrRepr::default());
+        }
+        match first_failing.into_inner() {
+            usize::MAX => Ok(()),
+            index => Err(SynthError::Unsatisfied { index, name: None }),
+        }
     }
 
     /// Checks `a∘b = c` row by row; `eval` must be this PCE's evaluation of `w` (from

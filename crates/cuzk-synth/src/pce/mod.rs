@@ -35,6 +35,26 @@ impl Csr {
         self.cols.len()
     }
 
+    /// An empty matrix with room for `rows` rows and `entries` entries.
+    pub fn with_capacity(rows: usize, entries: usize) -> Csr {
+        let mut row_ptr = Vec::with_capacity(rows + 1);
+        row_ptr.push(0);
+        Csr {
+            row_ptr,
+            cols: Vec::with_capacity(entries),
+            vals: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Appends a row of (column, coefficient) entries.
+    pub fn push_row(&mut self, entries: &[(u32, Scalar)]) {
+        for &(col, val) in entries {
+            self.cols.push(col);
+            self.vals.push(val);
+        }
+        self.row_ptr.push(self.cols.len() as u64);
+    }
+
     /// Checks the CSR invariants for `rows` rows over `vars` variables; `name` is the
     /// matrix's name in the error.
     fn validate(&self, name: &str, rows: usize, vars: usize) -> Result<(), SynthError> {

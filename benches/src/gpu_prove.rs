@@ -1,0 +1,195 @@
+//! `cuzk-bench prove`: the GPU prover on PoRep-shaped synthetic partitions (domain exactly
+//! 2^k), from a witness to a verified proof: per-partition time, the phase table and the
+//! GPU idle share, optionally under a VRAM budget (e.g. 16 GiB, a common card).
+
+use anyhow::{ensure, Context, Result};
+use cuzk_circuits::SyntheticPoRep;
+use cuzk_cuda::Device;
+use cuzk_groth16::gpu::{GpuProver, GpuProverConfig, PreparedWitness, ProofTimings, Residency};
+use cuzk_groth16::{generate_parameters, prepare_verifying_key, verify_proof, PreparedParameters};
+use cuzk_mem::{parse_size, Budget};
+use cuzk_synth::synthesize_witness;
+use ff::Field;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Options of `cuzk-bench prove`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Domain sizes (log2) of the partitions.
+    #[arg(long, value_delimiter = ',', default_value = "20,24,26,27")]
+    logs: Vec<u32>,
+    /// Partitions proved per size after one warm-up proof (one PoRep C2 has ten).
+    #[arg(long, default_value_t = 3)]
+    partitions: usize,
+    /// A VRAM budget such as `16GiB`: parameters stream when they do not fit it.
+    #[arg(long)]
+    budget: Option<String>,
+    /// Seed of the parameters and witnesses.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// The targets at 2^27: one partition and ten.
+const TARGET_PARTITION_MS: f64 = 1500.0;
+const CEILING_PARTITION_MS: f64 = 2500.0;
+
+pub fn run(args: &Args) -> Result<()> {
+    ensure!(args.partitions >= 1, "--partitions must be at least 1");
+    let device = Device::open(0).context("opening CUDA device 0")?;
+    let budget = args
+        .budget
+        .as_deref()
+        .map(|b| parse_size(b).map(|bytes| Budget::new("vram 0 (bench)", bytes)))
+        .transpose()
+        .context("parsing --budget")?;
+    let mut rows = Vec::new();
+    for &k in &args.logs {
+        rows.push(one_size(&device, k, args, budget.clone())?);
+    }
+    println!();
+    println!(
+        "| log n | partitions | resident | budget | s/partition | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | idle share | params load s | paramgen s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!("{r}");
+    }
+    for &k in &args.logs {
+        if k == 27 {
+            println!(
+                "targets at 2^27: one partition <= {TARGET_PARTITION_MS} ms (ceiling {CEILING_PARTITION_MS} ms), idle share <= 10%"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Result<String> {
+    let n = (1usize << k) - 2;
+    let circuit = SyntheticPoRep::new(n, args.seed);
+    let t = Instant::now();
+    let pce = circuit.pce();
+    let density = pce.density();
+    eprintln!("2^{k}: evaluator {:.1} s", t.elapsed().as_secs_f64());
+
+    let t = Instant::now();
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    let params = generate_parameters(&pce, &mut rng).context("parameter generation")?;
+    let paramgen_s = t.elapsed().as_secs_f64();
+    let pvk = prepare_verifying_key(&params.vk);
+    let params = Arc::new(PreparedParameters::from(params));
+    eprintln!("2^{k}: parameters {paramgen_s:.1} s");
+
+    let config = GpuProverConfig {
+        budget: budget.clone(),
+        residency: Residency::Auto,
+        // Two sets in flight: one being proved, one being prepared.
+        pooled_witnesses: 2,
+        ..GpuProverConfig::default()
+    };
+    let prover = GpuProver::new(device, config)?;
+    let t = Instant::now();
+    let dev_params = prover.load(params.clone())?;
+    let load_s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "2^{k}: parameters on the device in {load_s:.1} s (resident: {})",
+        dev_params.is_resident()
+    );
+
+    // Warm-up: caches, pools and tables of this size.
+    let w = synthesize_witness(SyntheticPoRep::new(n, args.seed ^ 0xffff))?;
+    let (proof, _) = prover.prove(
+        &dev_params,
+        &pce,
+        &density,
+        &w,
+        Field::random(&mut rng),
+        Field::random(&mut rng),
+    )?;
+    ensure!(
+        verify_proof(
+            &pvk,
+            &proof,
+            &SyntheticPoRep::new(n, args.seed ^ 0xffff).public_inputs()
+        )?,
+        "warm-up proof at 2^{k} does not verify"
+    );
+    drop(w);
+
+    // The partitions: witnesses made and prepared on one thread while the device proves.
+    let start = Instant::now();
+    let mut timings: Vec<ProofTimings> = Vec::new();
+    std::thread::scope(|s| -> Result<()> {
+        let (tx, rx) = sync_channel::<Result<(PreparedWitness, u64)>>(1);
+        let (prover, dev_params, pce, density) = (&prover, &dev_params, &pce, &density);
+        let partitions = args.partitions;
+        let seed = args.seed;
+        s.spawn(move || {
+            for i in 0..partitions {
+                let seed_i = seed.wrapping_add(1 + i as u64);
+                let prepared = synthesize_witness(SyntheticPoRep::new(n, seed_i))
+                    .map_err(anyhow::Error::from)
+                    .and_then(|w| Ok(prover.prepare(dev_params, pce, density, &w)?));
+                if tx.send(prepared.map(|p| (p, seed_i))).is_err() {
+                    break;
+                }
+            }
+        });
+        for _ in 0..args.partitions {
+            let (mut prepared, seed_i) = rx.recv().context("preparing thread ended")??;
+            let (r, s2) = (Field::random(&mut rng), Field::random(&mut rng));
+            let (proof, t) = prover.prove_prepared(dev_params, &mut prepared, r, s2)?;
+            ensure!(
+                verify_proof(
+                    &pvk,
+                    &proof,
+                    &SyntheticPoRep::new(n, seed_i).public_inputs()
+                )?,
+                "a proof at 2^{k} does not verify"
+            );
+            timings.push(t);
+        }
+        Ok(())
+    })?;
+    let batch_s = start.elapsed().as_secs_f64();
+    let med = |f: fn(&ProofTimings) -> f64| -> f64 {
+        let mut v: Vec<f64> = timings.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for (i, t) in timings.iter().enumerate() {
+        let phases: Vec<String> = t
+            .phases()
+            .iter()
+            .map(|(n, ms)| format!("{n}={ms:.1}"))
+            .collect();
+        eprintln!(
+            "2^{k} partition {i}: {} idle={:.1}%",
+            phases.join(" "),
+            100.0 * t.idle_share()
+        );
+    }
+    let per_partition = med(|t| t.prove_ms);
+    let budget_col = budget
+        .map(|b| format!("{:.0} GiB", b.capacity() as f64 / (1u64 << 30) as f64))
+        .unwrap_or_else(|| "none".into());
+    Ok(format!(
+        "| {k} | {} | {} | {budget_col} | {:.3} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% | {load_s:.1} | {paramgen_s:.1} |",
+        args.partitions,
+        dev_params.is_resident(),
+        per_partition / 1e3,
+        med(|t| t.upload_ms),
+        med(|t| t.ntt_ms),
+        med(|t| t.msm_h_ms),
+        med(|t| t.msm_l_ms),
+        med(|t| t.msm_a_ms),
+        med(|t| t.msm_b_g1_ms),
+        med(|t| t.msm_b_g2_ms),
+        med(|t| t.eval_ms),
+        100.0 * med(|t| t.idle_share()),
+    ))
+}

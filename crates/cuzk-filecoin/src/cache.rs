@@ -1,0 +1,585 @@
+//! The parameter cache: Filecoin's `v28-*.params` folder, read (and for small test sectors
+//! written) in exactly the layout filecoin-proofs reads, plus cuzk's PCE files beside it.
+//!
+//! For a circuit whose filecoin-proofs cache id is `X` (`<prefix>-<sha256 of the public
+//! parameters' identifier>`), the folder holds:
+//!
+//! | file                   | written by                 | content                                        |
+//! |------------------------|----------------------------|------------------------------------------------|
+//! | `v28-X.params`         | ceremony / cuzk generator  | Groth16 parameters, bellperson's format         |
+//! | `v28-X.vk`             | ceremony / cuzk generator  | the verifying key (the `.params` prefix)        |
+//! | `v28-X.meta`           | filecoin-proofs / cuzk     | `{"sector_size":N}`                             |
+//! | `v28-X.cuzk-pce`       | cuzk                       | the circuit's recorded A/B/C (`Pce::save`)      |
+//! | `v28-X.cuzk-gen.json`  | cuzk generator             | the digests of the `.params`/`.vk` it wrote     |
+//! | `v28-X.cuzk-lock`      | cuzk                       | empty; locked while a process creates files     |
+//!
+//! Digests are filecoin-proofs' (the first 128 bits of the file's BLAKE2b-512, hex). A
+//! `.params` file must match `parameters.json` (embedded in storage-proofs-core) or, where
+//! the policy allows generation for its sector size, the record cuzk wrote when it generated
+//! it; otherwise it is refused unless digest checks are skipped explicitly.
+
+use crate::adapter::Sequential;
+use crate::error::{Error, ProofKind, Result};
+use crate::progress::Ticker;
+use bellpepper_core::Circuit;
+use cuzk_field::Scalar;
+use cuzk_groth16::{Parameters, PreparedParameters, PreparedVerifyingKey};
+use cuzk_synth::Pce;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use storage_proofs_core::parameter_cache::{self, VERSION};
+
+/// Buffer for the large sequential reads and writes of parameter files.
+const IO_BUFFER: usize = 8 << 20;
+/// How often long work (generation, recording) logs that it is still running.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
+/// One circuit of filecoin-proofs: which proof it serves, its cache id and sector size.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CircuitId {
+    /// The proof the circuit serves.
+    pub kind: ProofKind,
+    /// filecoin-proofs' cache id (`<prefix>-<hash>`, no version and no extension).
+    pub cache_id: String,
+    /// Sector size, bytes.
+    pub sector_size: u64,
+}
+
+impl CircuitId {
+    /// `v28-<id>.params`, the name filecoin-proofs reads.
+    pub fn params_file(&self) -> String {
+        parameter_cache::parameter_id(&self.cache_id)
+    }
+
+    /// `v28-<id>.vk`.
+    pub fn vk_file(&self) -> String {
+        parameter_cache::verifying_key_id(&self.cache_id)
+    }
+
+    /// `v28-<id>.meta`.
+    pub fn meta_file(&self) -> String {
+        parameter_cache::metadata_id(&self.cache_id)
+    }
+
+    /// `v28-<id>.cuzk-pce`, cuzk's recorded circuit.
+    pub fn pce_file(&self) -> String {
+        format!("v{VERSION}-{}.cuzk-pce", self.cache_id)
+    }
+
+    /// `v28-<id>.cuzk-gen.json`, the digests of parameters cuzk generated.
+    pub fn generation_record_file(&self) -> String {
+        format!("v{VERSION}-{}.cuzk-gen.json", self.cache_id)
+    }
+
+    fn lock_file(&self) -> String {
+        format!("v{VERSION}-{}.cuzk-lock", self.cache_id)
+    }
+}
+
+impl std::fmt::Display for CircuitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}B ({})", self.kind, self.sector_size, self.cache_id)
+    }
+}
+
+/// Whether parameter digests are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigestCheck {
+    /// Every `.params` file is hashed while it is read and must match its expected digest.
+    Verify,
+    /// No digest is computed: for parameter files made elsewhere that no manifest lists.
+    Skip,
+}
+
+/// What the cache may do beyond reading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// Missing parameters of circuits whose sector size is at most this many bytes are
+    /// generated with cuzk's generator (a trusted setup fit for tests only); 0 never
+    /// generates.
+    pub generate_up_to: u64,
+    /// Digest checking of parameter files.
+    pub digests: DigestCheck,
+    /// Whether recorded PCEs are saved beside the parameters (and loaded from there).
+    pub pce_on_disk: bool,
+}
+
+impl Default for CachePolicy {
+    /// Production: never generate, always check digests, keep PCEs on disk.
+    fn default() -> Self {
+        CachePolicy {
+            generate_up_to: 0,
+            digests: DigestCheck::Verify,
+            pce_on_disk: true,
+        }
+    }
+}
+
+/// What cuzk records when it generates parameters, so that a later run can check them.
+#[derive(Debug, Serialize, Deserialize)]
+struct GenerationRecord {
+    params_digest: String,
+    vk_digest: String,
+    sector_size: u64,
+    generator: String,
+}
+
+/// Everything proving one circuit needs, loaded once per process.
+#[derive(Debug)]
+pub struct CircuitKeys {
+    /// The circuit.
+    pub id: CircuitId,
+    /// Its proving parameters.
+    pub params: Arc<PreparedParameters>,
+    /// Its recorded constraint matrices.
+    pub pce: Arc<Pce>,
+    /// Its verifying key, prepared for the self-check of every proof.
+    pub pvk: PreparedVerifyingKey,
+    /// How long loading (or creating) took.
+    pub load_time: Duration,
+}
+
+type Slot = Arc<Mutex<Option<Arc<CircuitKeys>>>>;
+
+/// A Filecoin parameter folder and the circuits loaded from it.
+#[derive(Debug)]
+pub struct ParamCache {
+    dir: PathBuf,
+    policy: CachePolicy,
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+impl ParamCache {
+    /// A cache over `dir` with the production policy (see [`CachePolicy::default`]).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self::with_policy(dir, CachePolicy::default())
+    }
+
+    /// A cache over `dir` with the given policy.
+    pub fn with_policy(dir: impl Into<PathBuf>, policy: CachePolicy) -> Self {
+        ParamCache {
+            dir: dir.into(),
+            policy,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The folder filecoin-proofs itself reads parameters from in this process
+    /// (`FIL_PROOFS_PARAMETER_CACHE`, else `/var/tmp/filecoin-proof-parameters/`): a cache
+    /// over it is what filecoin-proofs' verifiers see.
+    pub fn filecoin_dir() -> PathBuf {
+        parameter_cache::parameter_cache_dir()
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &CachePolicy {
+        &self.policy
+    }
+
+    /// The circuits currently loaded.
+    pub fn loaded(&self) -> Vec<CircuitId> {
+        let slots: Vec<Slot> = self.lock_slots().values().cloned().collect();
+        slots
+            .iter()
+            .filter_map(|s| {
+                let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+                s.as_ref().map(|k| k.id.clone())
+            })
+            .collect()
+    }
+
+    /// Drops a circuit's loaded parameters and PCE (in-flight proofs keep their `Arc`s);
+    /// true if it was loaded.
+    pub fn evict(&self, cache_id: &str) -> bool {
+        let slot = self.lock_slots().remove(cache_id);
+        slot.is_some_and(|s| s.lock().unwrap_or_else(PoisonError::into_inner).is_some())
+    }
+
+    fn lock_slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The circuit's parameters and PCE, loaded once: the PCE from its file or recorded from
+    /// `blank` (the circuit filecoin-proofs generates parameters from, run on its sequential
+    /// path), the parameters from the folder after the digest check, or generated where the
+    /// policy allows.
+    pub fn circuit<C: Circuit<Scalar>>(
+        &self,
+        id: &CircuitId,
+        blank: impl FnOnce() -> C,
+    ) -> Result<Arc<CircuitKeys>> {
+        let slot = self
+            .lock_slots()
+            .entry(id.cache_id.clone())
+            .or_default()
+            .clone();
+        // Loads of one circuit wait for each other; other circuits load in parallel.
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(keys) = slot.as_ref() {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(self.load(id, blank)?);
+        *slot = Some(keys.clone());
+        Ok(keys)
+    }
+
+    fn load<C: Circuit<Scalar>>(&self, id: &CircuitId, blank: impl FnOnce() -> C) -> Result<CircuitKeys> {
+        let span = tracing::info_span!("load_circuit", circuit = %id);
+        let _enter = span.enter();
+        let start = Instant::now();
+        fs::create_dir_all(&self.dir).map_err(Error::io(&self.dir))?;
+        // Another process may be creating this circuit's files; wait for it. A read-only
+        // folder cannot be locked, nor written, so nothing is created there anyway.
+        let _lock = self.lock_circuit(id);
+
+        let params_path = self.dir.join(id.params_file());
+        let record_path = self.dir.join(id.generation_record_file());
+        let may_generate = id.sector_size <= self.policy.generate_up_to;
+        let missing = !params_path.exists();
+        // Refuse before recording: recording a large circuit takes minutes.
+        if missing && !may_generate {
+            return Err(Error::MissingParameters {
+                path: params_path,
+                sector_size: id.sector_size,
+            });
+        }
+        let pce = Arc::new(self.pce(id, blank)?);
+        if missing {
+            self.generate(id, &pce)?;
+        }
+        let read_start = Instant::now();
+        let mut params = self.read(&params_path, &record_path, may_generate)?;
+        if let Err(e) = check_shape(&params_path, &params, &pce) {
+            // Parameters cuzk generated for a test size are disposable: a circuit that
+            // changed shape since (a new filecoin-proofs, say) gets new ones.
+            if !(may_generate && record_path.exists()) {
+                return Err(e);
+            }
+            tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
+            self.generate(id, &pce)?;
+            params = self.read(&params_path, &record_path, may_generate)?;
+            check_shape(&params_path, &params, &pce)?;
+        }
+        let pvk = cuzk_groth16::prepare_verifying_key(&params.vk);
+        let params = Arc::new(PreparedParameters::from(params));
+        tracing::info!(
+            read_ms = read_start.elapsed().as_millis() as u64,
+            total_ms = start.elapsed().as_millis() as u64,
+            path = %params_path.display(),
+            "parameters loaded"
+        );
+        Ok(CircuitKeys {
+            id: id.clone(),
+            params,
+            pce,
+            pvk,
+            load_time: start.elapsed(),
+        })
+    }
+
+    fn read(&self, params: &Path, record: &Path, may_generate: bool) -> Result<Parameters> {
+        let expected = match self.policy.digests {
+            DigestCheck::Skip => None,
+            DigestCheck::Verify => Some(expected_digest(params, record, may_generate)?),
+        };
+        read_params(params, expected)
+    }
+
+    fn lock_circuit(&self, id: &CircuitId) -> Option<File> {
+        let path = self.dir.join(id.lock_file());
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        match file.lock() {
+            Ok(()) => Some(file),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot lock; continuing unlocked");
+                None
+            }
+        }
+    }
+
+    /// Loads the PCE file or records the blank circuit (and saves it when allowed).
+    fn pce<C: Circuit<Scalar>>(&self, id: &CircuitId, blank: impl FnOnce() -> C) -> Result<Pce> {
+        let path = self.dir.join(id.pce_file());
+        if self.policy.pce_on_disk && path.exists() {
+            let start = Instant::now();
+            match Pce::load(&path, Some(&pce_key(id))) {
+                Ok(pce) => {
+                    tracing::info!(
+                        ms = start.elapsed().as_millis() as u64,
+                        path = %path.display(),
+                        "PCE loaded"
+                    );
+                    return Ok(pce);
+                }
+                // The file is only a cache of the circuit: record it again.
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "PCE file unusable; recording again"),
+            }
+        }
+        let start = Instant::now();
+        tracing::info!(circuit = %id, "recording PCE");
+        let pce = {
+            let _ticker = Ticker::start(format!("recording the PCE of {id}"), PROGRESS_EVERY);
+            Pce::record(Sequential(blank())).map_err(|source| Error::Record {
+                circuit: id.cache_id.clone(),
+                source,
+            })?
+        };
+        tracing::info!(
+            ms = start.elapsed().as_millis() as u64,
+            constraints = pce.num_constraints,
+            inputs = pce.num_inputs,
+            aux = pce.num_aux,
+            "PCE recorded"
+        );
+        if self.policy.pce_on_disk {
+            let start = Instant::now();
+            match pce.save(&path, &pce_key(id)) {
+                Ok(()) => tracing::info!(
+                    ms = start.elapsed().as_millis() as u64,
+                    path = %path.display(),
+                    "PCE saved"
+                ),
+                // Proving does not need the file; the next process records again.
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "PCE not saved"),
+            }
+        }
+        Ok(pce)
+    }
+
+    /// Generates parameters with cuzk's generator and writes `.params`, `.vk`, `.meta` and
+    /// the generation record, each under a temporary name renamed into place.
+    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<()> {
+        let start = Instant::now();
+        tracing::info!(
+            circuit = %id,
+            constraints = pce.num_constraints,
+            "generating parameters (test setup, not a ceremony's)"
+        );
+        let params = {
+            let _ticker = Ticker::start(format!("generating parameters for {id}"), PROGRESS_EVERY);
+            cuzk_groth16::generate_parameters(pce, &mut rand::rngs::OsRng).map_err(|source| {
+                Error::Generate {
+                    circuit: id.cache_id.clone(),
+                    source,
+                }
+            })?
+        };
+        let gen_ms = start.elapsed().as_millis() as u64;
+        let write_start = Instant::now();
+        let vk_digest = write_atomic(&self.dir.join(id.vk_file()), |w| params.vk.write(w))?;
+        let params_digest = write_atomic(&self.dir.join(id.params_file()), |w| params.write(w))?;
+        let meta = parameter_cache::CacheEntryMetadata {
+            sector_size: id.sector_size,
+        };
+        write_atomic(&self.dir.join(id.meta_file()), |w| {
+            serde_json::to_writer(w, &meta).map_err(io::Error::other)
+        })?;
+        let record = GenerationRecord {
+            params_digest,
+            vk_digest,
+            sector_size: id.sector_size,
+            generator: format!("cuzk-groth16 {}", env!("CARGO_PKG_VERSION")),
+        };
+        write_atomic(&self.dir.join(id.generation_record_file()), |w| {
+            serde_json::to_writer_pretty(w, &record).map_err(io::Error::other)
+        })?;
+        tracing::info!(
+            generate_ms = gen_ms,
+            write_ms = write_start.elapsed().as_millis() as u64,
+            "parameters generated"
+        );
+        Ok(())
+    }
+}
+
+/// How this crate records circuits; part of every PCE file's key, so that a file recorded
+/// another way (an older wrapper, say) is recorded again instead of trusted.
+const RECORDING: &str = "cuzk-filecoin/sequential-v1";
+
+/// The key a circuit's PCE file is saved under and checked against.
+fn pce_key(id: &CircuitId) -> String {
+    format!("{}@{RECORDING}", id.cache_id)
+}
+
+/// The digest `path` must have: from cuzk's generation record when generation is allowed for
+/// its size and a record exists, else from filecoin-proofs' parameters.json.
+fn expected_digest(path: &Path, record: &Path, trust_generated: bool) -> Result<Expected> {
+    if trust_generated && record.exists() {
+        let bytes = fs::read(record).map_err(Error::io(record))?;
+        let rec: GenerationRecord = serde_json::from_slice(&bytes).map_err(|e| Error::Io {
+            path: record.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        })?;
+        return Ok(Expected {
+            digest: rec.params_digest,
+            source: "cuzk generation record",
+        });
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match parameter_cache::get_parameter_data_from_id(name) {
+        Some(data) => Ok(Expected {
+            digest: data.digest.clone(),
+            source: "parameters.json",
+        }),
+        None => Err(Error::UnknownParameterFile {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+struct Expected {
+    digest: String,
+    source: &'static str,
+}
+
+/// Reads and decodes the parameters, hashing every byte of the file on the way when a digest
+/// is expected, so that the file is read once. A digest mismatch wins over a decoding error:
+/// it says why the data was bad.
+fn read_params(path: &Path, expected: Option<Expected>) -> Result<Parameters> {
+    let file = File::open(path).map_err(Error::io(path))?;
+    let mut reader = DigestReader::new(BufReader::with_capacity(IO_BUFFER, file));
+    let decoded = Parameters::read(&mut reader, false);
+    let Some(expected) = expected else {
+        return decoded.map_err(|source| Error::Parameters {
+            path: path.to_path_buf(),
+            source,
+        });
+    };
+    // The digest covers the whole file, including anything after the last section.
+    io::copy(&mut reader, &mut io::sink()).map_err(Error::io(path))?;
+    let found = reader.hex_digest();
+    if found != expected.digest {
+        return Err(Error::DigestMismatch {
+            path: path.to_path_buf(),
+            expected: expected.digest,
+            found,
+            source_of_expected: expected.source,
+        });
+    }
+    decoded.map_err(|source| Error::Parameters {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn check_shape(path: &Path, params: &Parameters, pce: &Pce) -> Result<()> {
+    let checks = [
+        ("public inputs (ONE included)", pce.num_inputs, params.vk.ic.len()),
+        ("aux variables (L query)", pce.num_aux, params.l.len()),
+    ];
+    for (what, expected, found) in checks {
+        if expected != found {
+            return Err(Error::ParametersShape {
+                path: path.to_path_buf(),
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// filecoin-proofs' digest of a file: the first 128 bits of its BLAKE2b-512, hex.
+pub fn file_digest(path: &Path) -> Result<String> {
+    let file = File::open(path).map_err(Error::io(path))?;
+    let mut reader = DigestReader::new(BufReader::with_capacity(IO_BUFFER, file));
+    io::copy(&mut reader, &mut io::sink()).map_err(Error::io(path))?;
+    Ok(reader.hex_digest())
+}
+
+fn hex_digest(state: &blake2b_simd::State) -> String {
+    state.finalize().to_hex()[..32].to_string()
+}
+
+/// A reader that hashes everything read through it.
+struct DigestReader<R> {
+    inner: R,
+    state: blake2b_simd::State,
+}
+
+impl<R: Read> DigestReader<R> {
+    fn new(inner: R) -> Self {
+        DigestReader {
+            inner,
+            state: blake2b_simd::Params::new().to_state(),
+        }
+    }
+
+    fn hex_digest(&self) -> String {
+        hex_digest(&self.state)
+    }
+}
+
+impl<R: Read> Read for DigestReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.state.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// A writer that hashes everything written through it.
+struct DigestWriter<W> {
+    inner: W,
+    state: blake2b_simd::State,
+}
+
+impl<W: Write> Write for DigestWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.state.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes `path` through `write` under a temporary name, renames it into place, and returns
+/// the file's digest. Readers never see a partial file under the final name.
+fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut DigestWriter<BufWriter<File>>) -> io::Result<()>,
+) -> Result<String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".partial-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let file = File::create(&tmp)?;
+        let mut w = DigestWriter {
+            inner: BufWriter::with_capacity(IO_BUFFER, file),
+            state: blake2b_simd::Params::new().to_state(),
+        };
+        write(&mut w)?;
+        w.flush()?;
+        w.inner.get_ref().sync_all()?;
+        Ok(hex_digest(&w.state))
+    })();
+    let digest = match result {
+        Ok(d) => d,
+        Err(source) => {
+            // Best effort: the write error is what the caller needs to see.
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::Io { path: tmp, source });
+        }
+    };
+    fs::rename(&tmp, path).map_err(Error::io(path))?;
+    Ok(digest)
+}

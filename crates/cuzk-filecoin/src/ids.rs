@@ -1,0 +1,194 @@
+//! The identifiers requests carry as Lotus and Curio encode them: numeric registered proofs,
+//! miner ids as prover ids, commitment CIDs as 32-byte commitments.
+
+use crate::error::{Error, Result};
+use filecoin_proofs::{Commitment, ProverId};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+
+/// Lowercase hex of bytes, for messages.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The prover id of a miner actor id, as Lotus and Curio derive it: the payload of the ID
+/// address (the id as an unsigned LEB128 varint), left-aligned in 32 zero bytes.
+pub fn prover_id_from_miner_id(miner_id: u64) -> ProverId {
+    let mut id = [0u8; 32];
+    let mut v = miner_id;
+    for byte in id.iter_mut() {
+        *byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            break;
+        }
+        *byte |= 0x80;
+    }
+    id
+}
+
+/// A `RegisteredSealProof` from its number on chain (Go's `abi.RegisteredSealProof`), which
+/// is also its position in filecoin-proofs-api's enum.
+pub fn registered_seal_proof(value: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    const ALL: [RegisteredSealProof; 20] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+    ];
+    lookup(&ALL, value, "RegisteredSealProof")
+}
+
+/// A `RegisteredPoStProof` from its number on chain. Go's WindowPoSt `V1_1` types (10–14)
+/// are filecoin-proofs-api's `V1_2` ones (the grindability fix), as in Lotus' FFI.
+pub fn registered_post_proof(value: u64) -> Result<RegisteredPoStProof> {
+    use RegisteredPoStProof::*;
+    const ALL: [RegisteredPoStProof; 15] = [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ];
+    lookup(&ALL, value, "RegisteredPoStProof")
+}
+
+/// A `RegisteredUpdateProof` from its number on chain.
+pub fn registered_update_proof(value: u64) -> Result<RegisteredUpdateProof> {
+    use RegisteredUpdateProof::*;
+    const ALL: [RegisteredUpdateProof; 5] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+    ];
+    lookup(&ALL, value, "RegisteredUpdateProof")
+}
+
+fn lookup<T: Copy>(all: &[T], value: u64, what: &'static str) -> Result<T> {
+    usize::try_from(value)
+        .ok()
+        .and_then(|i| all.get(i).copied())
+        .ok_or(Error::UnknownRegisteredProof { what, value })
+}
+
+/// Multicodec of an unsealed (piece) commitment CID.
+const FIL_COMMITMENT_UNSEALED: u64 = 0xf101;
+/// Multicodec of a sealed commitment CID.
+const FIL_COMMITMENT_SEALED: u64 = 0xf102;
+/// Multihash of comm_d: SHA2-256 with the top two bits cleared.
+const SHA2_256_TRUNC254_PADDED: u64 = 0x1012;
+/// Multihash of comm_r: Poseidon over BLS12-381, arity 2, Filecoin's constants.
+const POSEIDON_BLS12_381_A2_FC1: u64 = 0xb401;
+
+/// The 32-byte commitment inside a binary Filecoin commitment CID (CIDv1, codec
+/// `fil-commitment-sealed` or `-unsealed`, a 32-byte digest); `name` names it in errors.
+pub fn commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment> {
+    let bad = |reason: String| Error::InvalidCid {
+        name,
+        hex: hex(cid),
+        reason,
+    };
+    let mut rest = cid;
+    let mut next = |what: &str| {
+        read_varint(&mut rest).ok_or_else(|| bad(format!("truncated or bad varint in {what}")))
+    };
+    let version = next("version")?;
+    let codec = next("codec")?;
+    let hash = next("multihash code")?;
+    let len = next("digest length")?;
+    if version != 1 {
+        return Err(bad(format!("CID version {version}, expected 1")));
+    }
+    let expected_hash = match codec {
+        FIL_COMMITMENT_UNSEALED => SHA2_256_TRUNC254_PADDED,
+        FIL_COMMITMENT_SEALED => POSEIDON_BLS12_381_A2_FC1,
+        _ => return Err(bad(format!("codec {codec:#x} is not a Filecoin commitment"))),
+    };
+    if hash != expected_hash {
+        return Err(bad(format!("multihash {hash:#x}, expected {expected_hash:#x} for codec {codec:#x}")));
+    }
+    if len != 32 || rest.len() != 32 {
+        return Err(bad(format!("digest of {} bytes (announced {len}), expected 32", rest.len())));
+    }
+    let mut out = [0u8; 32];
+    out.copy_from_slice(rest);
+    Ok(out)
+}
+
+fn read_varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(9) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return Some(value);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_ids_are_leb128_payloads() {
+        assert_eq!(prover_id_from_miner_id(0)[..2], [0, 0]);
+        assert_eq!(prover_id_from_miner_id(127)[..2], [0x7f, 0]);
+        assert_eq!(prover_id_from_miner_id(128)[..3], [0x80, 0x01, 0]);
+        assert_eq!(prover_id_from_miner_id(1000)[..3], [0xe8, 0x07, 0]);
+    }
+
+    #[test]
+    fn registered_numbers_follow_the_chain() {
+        assert_eq!(registered_seal_proof(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
+        assert_eq!(registered_post_proof(13).unwrap(), RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
+        assert_eq!(registered_update_proof(3).unwrap(), RegisteredUpdateProof::StackedDrg32GiBV1);
+        assert!(matches!(
+            registered_post_proof(15),
+            Err(Error::UnknownRegisteredProof { value: 15, .. })
+        ));
+    }
+
+    #[test]
+    fn commitment_cids_round_trip() {
+        // CIDv1, fil-commitment-sealed, poseidon-bls12_381-a2-fc1, 32 bytes.
+        let mut cid = vec![0x01, 0x82, 0xe2, 0x03, 0x81, 0xe8, 0x02, 0x20];
+        cid.extend_from_slice(&[7u8; 32]);
+        assert_eq!(commitment_from_cid("new_sealed_cid", &cid).unwrap(), [7u8; 32]);
+        cid[1] = 0x81; // unsealed codec with the sealed hash
+        assert!(matches!(
+            commitment_from_cid("x", &cid),
+            Err(Error::InvalidCid { .. })
+        ));
+        assert!(commitment_from_cid("x", &cid[..20]).is_err());
+    }
+}

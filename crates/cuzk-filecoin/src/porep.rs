@@ -1,0 +1,333 @@
+//! PoRep commit phase 2 (C2): from the C1 output Lotus/Curio send to the proof bytes
+//! filecoin-proofs' `seal_commit_phase2` returns.
+
+use crate::cache::CircuitId;
+use crate::compound::{prove_partitions, Proved};
+use crate::error::{chain, Error, ProofKind, Result};
+use crate::ids::hex;
+use crate::Prover;
+use base64::Engine as _;
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
+    ProverId, SealCommitOutput, SealCommitPhase1Output, SectorShape2KiB, SectorShape32GiB,
+    SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+};
+use filecoin_proofs_api::seal::{SealCommitPhase1Output as ApiC1, VanillaSealProof};
+use serde::Deserialize;
+use storage_proofs_core::api_version::ApiFeature;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
+};
+
+/// Curio's envelope around the C1 output: Go marshals `[]byte` as base64, so the
+/// filecoin-proofs-api JSON sits base64-encoded in `Phase1Out`.
+#[derive(Debug, Deserialize)]
+struct CurioC1 {
+    #[serde(rename = "SectorNum")]
+    _sector_num: Option<u64>,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: Option<u64>,
+}
+
+/// How far into the JSON the envelope's key is looked for: it is the envelope's second
+/// field, while a bare C1 output starts with `registered_proof` and never names it.
+const ENVELOPE_PROBE: usize = 1024;
+
+/// Decodes a C1 output: filecoin-proofs-api's `SealCommitPhase1Output` JSON, bare or inside
+/// Curio's `{"SectorNum", "Phase1Out", "SectorSize"}` envelope.
+pub fn decode_c1(json: &[u8]) -> Result<ApiC1> {
+    let probe = &json[..json.len().min(ENVELOPE_PROBE)];
+    if !probe.windows(11).any(|w| w == b"\"Phase1Out\"") {
+        let c1: ApiC1 = from_json(json)?;
+        check_c1_size(&c1)?;
+        return Ok(c1);
+    }
+    let envelope: CurioC1 = from_json(json)?;
+    let inner = base64::engine::general_purpose::STANDARD
+        .decode(envelope.phase1_out.as_bytes())
+        .map_err(|e| Error::C1Base64 {
+            len: envelope.phase1_out.len(),
+            message: e.to_string(),
+        })?;
+    let c1: ApiC1 = from_json(&inner)?;
+    check_c1_size(&c1)?;
+    let expected = u64::from(c1.registered_proof.sector_size());
+    if let Some(found) = envelope.sector_size.filter(|&s| s != expected) {
+        return Err(Error::SectorSizeMismatch {
+            what: "Curio C1 envelope's SectorSize",
+            registered_proof: format!("{:?}", c1.registered_proof),
+            expected,
+            found,
+        });
+    }
+    Ok(c1)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(json: &[u8]) -> Result<T> {
+    serde_json::from_slice(json).map_err(|e| Error::C1Json {
+        len: json.len(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+fn vanilla_sector_size(v: &VanillaSealProof) -> u64 {
+    use filecoin_proofs::constants::*;
+    match v {
+        VanillaSealProof::StackedDrg2KiBV1(_) => SECTOR_SIZE_2_KIB,
+        VanillaSealProof::StackedDrg8MiBV1(_) => SECTOR_SIZE_8_MIB,
+        VanillaSealProof::StackedDrg512MiBV1(_) => SECTOR_SIZE_512_MIB,
+        VanillaSealProof::StackedDrg32GiBV1(_) => SECTOR_SIZE_32_GIB,
+        VanillaSealProof::StackedDrg64GiBV1(_) => SECTOR_SIZE_64_GIB,
+    }
+}
+
+fn check_c1_size(c1: &ApiC1) -> Result<()> {
+    let expected = u64::from(c1.registered_proof.sector_size());
+    let found = vanilla_sector_size(&c1.vanilla_proofs);
+    if expected != found {
+        return Err(Error::SectorSizeMismatch {
+            what: "C1 vanilla proofs",
+            registered_proof: format!("{:?}", c1.registered_proof),
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Rebuilds filecoin-proofs' C1 output for one sector shape from the API's.
+macro_rules! c1_v1 {
+    ($c1:ident, $proofs:expr) => {
+        SealCommitPhase1Output {
+            vanilla_proofs: $proofs,
+            comm_r: $c1.comm_r,
+            comm_d: $c1.comm_d,
+            replica_id: $c1.replica_id,
+            seed: $c1.seed,
+            ticket: $c1.ticket,
+        }
+    };
+}
+
+impl Prover<'_> {
+    /// PoRep C2 from a C1 output (filecoin-proofs-api's `SealCommitPhase1Output` JSON, bare
+    /// or in Curio's envelope) for the registered proof it names: the proof bytes equal in
+    /// layout to filecoin-proofs' `seal_commit_phase2` (192 bytes per partition, in order;
+    /// for NI-PoRep, the aggregate).
+    pub fn seal_commit_phase2(
+        &self,
+        c1_json: &[u8],
+        prover_id: ProverId,
+        sector_id: u64,
+    ) -> Result<Proved> {
+        let c1 = decode_c1(c1_json)?;
+        self.seal_commit_phase2_api(c1, prover_id, sector_id)
+    }
+
+    /// [`Prover::seal_commit_phase2`] from an already decoded C1 output.
+    pub fn seal_commit_phase2_api(
+        &self,
+        c1: ApiC1,
+        prover_id: ProverId,
+        sector_id: u64,
+    ) -> Result<Proved> {
+        check_c1_size(&c1)?;
+        let config = c1.registered_proof.as_v1_config();
+        match c1.vanilla_proofs {
+            VanillaSealProof::StackedDrg2KiBV1(p) => {
+                self.seal_commit_phase2_v1::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            }
+            VanillaSealProof::StackedDrg8MiBV1(p) => {
+                self.seal_commit_phase2_v1::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            }
+            VanillaSealProof::StackedDrg512MiBV1(p) => self
+                .seal_commit_phase2_v1::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+            VanillaSealProof::StackedDrg32GiBV1(p) => self
+                .seal_commit_phase2_v1::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+            VanillaSealProof::StackedDrg64GiBV1(p) => self
+                .seal_commit_phase2_v1::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+        }
+    }
+
+    /// PoRep C2 from filecoin-proofs' own C1 output and PoRep configuration (any sector
+    /// shape, PoRep id and API version), as filecoin-proofs' `seal_commit_phase2` does it.
+    pub fn seal_commit_phase2_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoRepConfig,
+        c1: SealCommitPhase1Output<Tree>,
+        prover_id: ProverId,
+        sector_id: u64,
+    ) -> Result<Proved> {
+        let span = tracing::info_span!("seal_commit_phase2", sector_id, sector_size = u64::from(config.sector_size));
+        let _enter = span.enter();
+        let SealCommitPhase1Output {
+            vanilla_proofs,
+            comm_r,
+            comm_d,
+            replica_id,
+            seed,
+            ticket,
+        } = c1;
+        nonzero("comm_d", &comm_d)?;
+        nonzero("comm_r", &comm_r)?;
+        nonzero("seed", &seed)?;
+        let comm_r_safe: <Tree::Hasher as Hasher>::Domain = safe("comm_r", &comm_r)?;
+        let comm_d_safe = DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|_| {
+            Error::InvalidCommitment {
+                name: "comm_d",
+                hex: hex(&comm_d),
+                reason: "not a canonical field element",
+            }
+        })?;
+
+        let partitions = usize::from(config.partitions);
+        let kind = ProofKind::PoRep;
+        if vanilla_proofs.len() != partitions {
+            return Err(Error::VanillaCount {
+                kind,
+                what: "partitions of vanilla proofs".into(),
+                expected: partitions,
+                found: vanilla_proofs.len(),
+            });
+        }
+        let setup = compound_proof::SetupParams {
+            vanilla_params: filecoin_proofs::parameters::setup_params(config)
+                .map_err(|e| setup_error(kind, e))?,
+            partitions: Some(partitions),
+            priority: false,
+        };
+        let pub_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(|e| setup_error(kind, e))?;
+        let per_partition = pub_params.vanilla_params.challenges.num_challenges_per_partition();
+        for (k, p) in vanilla_proofs.iter().enumerate() {
+            if p.len() != per_partition {
+                return Err(Error::VanillaCount {
+                    kind,
+                    what: format!("challenges in partition {k}"),
+                    expected: per_partition,
+                    found: p.len(),
+                });
+            }
+        }
+
+        // The verifier derives the replica id from the request; a C1 output of another
+        // sector (or prover) cannot verify, so say so before proving.
+        let derived = generate_replica_id::<Tree::Hasher, _>(
+            &prover_id,
+            sector_id,
+            &ticket,
+            comm_d,
+            &config.porep_id,
+        );
+        if derived != replica_id {
+            return Err(Error::ReplicaIdMismatch {
+                in_c1: hex(replica_id.as_ref()),
+                derived: hex(derived.as_ref()),
+                prover_id: hex(&prover_id),
+                sector_id,
+            });
+        }
+
+        let public_inputs = stacked::PublicInputs {
+            replica_id,
+            tau: Some(stacked::Tau {
+                comm_d: comm_d_safe,
+                comm_r: comm_r_safe,
+            }),
+            k: None,
+            seed: Some(seed),
+        };
+        let id = CircuitId {
+            kind,
+            cache_id: <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+                StackedCircuit<Tree, DefaultPieceHasher>,
+                _,
+            >>::cache_identifier(&pub_params.vanilla_params),
+            sector_size: u64::from(config.sector_size),
+        };
+        let vanilla_params = &pub_params.vanilla_params;
+        let mut proved = prove_partitions::<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            StackedCircuit<Tree, DefaultPieceHasher>,
+            StackedCompound<Tree, DefaultPieceHasher>,
+        >(
+            self,
+            &id,
+            &public_inputs,
+            &vanilla_proofs,
+            vanilla_params,
+            |k| {
+                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                    StackedDrg<'_, Tree, DefaultPieceHasher>,
+                    _,
+                >>::generate_public_inputs(&public_inputs, vanilla_params, Some(k))
+            },
+        )?;
+
+        // NI-PoRep returns the SnarkPack aggregate of its circuit proofs, made by
+        // filecoin-proofs from the SRS in its own parameter folder.
+        if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+            if config.api_version < ApiFeature::NonInteractivePoRep.first_supported_version() {
+                return Err(Error::FilecoinProofs {
+                    kind,
+                    step: "NI-PoRep aggregation",
+                    message: format!("API version {} does not support NI-PoRep", config.api_version),
+                });
+            }
+            let output = SealCommitOutput {
+                proof: std::mem::take(&mut proved.proof),
+            };
+            proved.proof = filecoin_proofs::aggregate_seal_commit_proofs::<Tree>(
+                config,
+                &[comm_r],
+                &[seed],
+                &[output],
+                bellperson::groth16::aggregate::AggregateVersion::V2,
+            )
+            .map_err(|e| Error::FilecoinProofs {
+                kind,
+                step: "NI-PoRep aggregation",
+                message: chain(&e),
+            })?;
+        }
+        Ok(proved)
+    }
+}
+
+fn setup_error(kind: ProofKind, e: anyhow::Error) -> Error {
+    Error::FilecoinProofs {
+        kind,
+        step: "public parameter setup",
+        message: chain(&e),
+    }
+}
+
+pub(crate) fn nonzero(name: &'static str, bytes: &[u8; 32]) -> Result<()> {
+    if bytes.iter().all(|&b| b == 0) {
+        return Err(Error::InvalidCommitment {
+            name,
+            hex: hex(bytes),
+            reason: "all zeros",
+        });
+    }
+    Ok(())
+}
+
+/// A 32-byte value as a field-element domain, as filecoin-proofs' `as_safe_commitment`.
+pub(crate) fn safe<D: Domain>(name: &'static str, bytes: &[u8; 32]) -> Result<D> {
+    as_safe_commitment(bytes, name).map_err(|_| Error::InvalidCommitment {
+        name,
+        hex: hex(bytes),
+        reason: "not a canonical field element",
+    })
+}

@@ -1,0 +1,322 @@
+//! WinningPoSt and WindowPoSt from vanilla proofs, as filecoin-proofs'
+//! `generate_winning_post_with_vanilla`, `generate_single_window_post_with_vanilla` and
+//! `generate_window_post_with_vanilla` make them.
+
+use crate::cache::CircuitId;
+use crate::compound::{prove_partitions, Proved};
+use crate::error::{chain, Error, ProofKind, Result};
+use crate::porep::safe;
+use crate::Prover;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{
+    partition_vanilla_proofs, single_partition_vanilla_proofs, ChallengeSeed,
+    FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, ProverId, VanillaProof,
+};
+use filecoin_proofs_api::RegisteredPoStProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+/// Which of filecoin-proofs' PoSt entry points a request mirrors.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// All partitions of a WinningPoSt (always one).
+    Winning,
+    /// All partitions of a WindowPoSt.
+    WindowAll,
+    /// One partition of a WindowPoSt, the vanilla proofs being that partition's sectors.
+    WindowPartition(usize),
+}
+
+impl Prover<'_> {
+    /// WinningPoSt from the bincode-encoded `FallbackPoStSectorProof`s filecoin-proofs-api's
+    /// `generate_single_vanilla_proof` returns (one per challenged sector).
+    pub fn winning_post(
+        &self,
+        registered: RegisteredPoStProof,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: &[Vec<u8>],
+    ) -> Result<Proved> {
+        self.post_api(registered, Mode::Winning, randomness, prover_id, vanilla_proofs)
+    }
+
+    /// One WindowPoSt partition (Curio's `WINDOW_POST_PARTITION`): the vanilla proofs of the
+    /// partition's sectors, bincode-encoded; 192 bytes, which filecoin-proofs'
+    /// `merge_window_post_partition_proofs` concatenates in partition order.
+    pub fn window_post_partition(
+        &self,
+        registered: RegisteredPoStProof,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: &[Vec<u8>],
+        partition_index: usize,
+    ) -> Result<Proved> {
+        self.post_api(
+            registered,
+            Mode::WindowPartition(partition_index),
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )
+    }
+
+    /// A whole WindowPoSt over the vanilla proofs of all its sectors, bincode-encoded.
+    pub fn window_post(
+        &self,
+        registered: RegisteredPoStProof,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: &[Vec<u8>],
+    ) -> Result<Proved> {
+        self.post_api(registered, Mode::WindowAll, randomness, prover_id, vanilla_proofs)
+    }
+
+    fn post_api(
+        &self,
+        registered: RegisteredPoStProof,
+        mode: Mode,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: &[Vec<u8>],
+    ) -> Result<Proved> {
+        let (kind, typ) = match mode {
+            Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
+            _ => (ProofKind::WindowPost, PoStType::Window),
+        };
+        if registered.typ() != typ {
+            return Err(Error::WrongProofType {
+                kind,
+                registered_proof: format!("{registered:?}"),
+            });
+        }
+        let config = registered.as_v1_config();
+        let size = u64::from(registered.sector_size());
+        crate::with_shape!(size, post_bytes, self, &config, mode, randomness, prover_id, vanilla_proofs)
+    }
+
+    /// WinningPoSt from filecoin-proofs' vanilla proofs and PoSt configuration.
+    pub fn winning_post_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoStConfig,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+    ) -> Result<Proved> {
+        self.post_v1(config, Mode::Winning, randomness, prover_id, vanilla_proofs)
+    }
+
+    /// One WindowPoSt partition from filecoin-proofs' vanilla proofs of its sectors.
+    pub fn window_post_partition_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoStConfig,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+        partition_index: usize,
+    ) -> Result<Proved> {
+        self.post_v1(
+            config,
+            Mode::WindowPartition(partition_index),
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )
+    }
+
+    /// A whole WindowPoSt from filecoin-proofs' vanilla proofs of all its sectors.
+    pub fn window_post_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoStConfig,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+    ) -> Result<Proved> {
+        self.post_v1(config, Mode::WindowAll, randomness, prover_id, vanilla_proofs)
+    }
+
+    fn post_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoStConfig,
+        mode: Mode,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+    ) -> Result<Proved> {
+        let (kind, typ) = match mode {
+            Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
+            _ => (ProofKind::WindowPost, PoStType::Window),
+        };
+        let span = tracing::info_span!("post", %kind, sectors = vanilla_proofs.len());
+        let _enter = span.enter();
+        if config.typ != typ {
+            return Err(Error::WrongProofType {
+                kind,
+                registered_proof: format!("{:?} PoSt config", config.typ),
+            });
+        }
+        let randomness_safe: Domain<Tree> = safe("randomness", randomness)?;
+        let prover_id_safe: Domain<Tree> = safe("prover_id", &prover_id)?;
+        if vanilla_proofs.is_empty() {
+            return Err(Error::VanillaCount {
+                kind,
+                what: "sector vanilla proofs (at least)".into(),
+                expected: 1,
+                found: 0,
+            });
+        }
+        let rejected = |e: anyhow::Error| Error::VanillaRejected {
+            kind,
+            message: chain(&e),
+        };
+
+        let (vanilla_params, partitions) = match mode {
+            Mode::Winning => {
+                if vanilla_proofs.len() != config.sector_count {
+                    return Err(Error::VanillaCount {
+                        kind,
+                        what: "sector vanilla proofs".into(),
+                        expected: config.sector_count,
+                        found: vanilla_proofs.len(),
+                    });
+                }
+                let params = winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
+                    kind,
+                    step: "public parameter setup",
+                    message: chain(&e),
+                })?;
+                (params, None)
+            }
+            Mode::WindowAll | Mode::WindowPartition(_) => {
+                let n = vanilla_proofs.len().div_ceil(config.sector_count);
+                (window_post_setup_params(config), (n > 1).then_some(n))
+            }
+        };
+        if let Mode::WindowPartition(_) = mode {
+            if vanilla_proofs.len() > config.sector_count {
+                return Err(Error::VanillaCount {
+                    kind,
+                    what: "sector vanilla proofs in one partition (at most)".into(),
+                    expected: config.sector_count,
+                    found: vanilla_proofs.len(),
+                });
+            }
+        }
+        let setup = compound_proof::SetupParams {
+            vanilla_params,
+            partitions,
+            priority: config.priority,
+        };
+        let pub_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
+            FallbackPoStCompound::setup(&setup).map_err(|e| Error::FilecoinProofs {
+                kind,
+                step: "public parameter setup",
+                message: chain(&e),
+            })?;
+        let sectors: Vec<PublicSector<Domain<Tree>>> = vanilla_proofs
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect();
+        let pub_inputs = fallback::PublicInputs {
+            randomness: randomness_safe,
+            prover_id: prover_id_safe,
+            sectors,
+            k: match mode {
+                Mode::WindowPartition(p) => Some(p),
+                _ => None,
+            },
+        };
+        let vp = &pub_params.vanilla_params;
+        let circuit_proofs: Vec<VanillaProof<Tree>> = match mode {
+            Mode::WindowPartition(_) => vec![single_partition_vanilla_proofs(
+                config,
+                vp,
+                &pub_inputs,
+                &vanilla_proofs,
+            )
+            .map_err(rejected)?],
+            _ => partition_vanilla_proofs(
+                config,
+                vp,
+                &pub_inputs,
+                partitions.unwrap_or(1),
+                &vanilla_proofs,
+            )
+            .map_err(rejected)?,
+        };
+
+        // The chain verifies a partition against all sectors, partition p holding sectors
+        // p·n.. (n per partition); a lone partition's sectors are placed there so that its
+        // inputs are computed exactly as the verifier computes them.
+        let verifier_inputs = match mode {
+            Mode::WindowPartition(p) => {
+                let mut padded = pub_inputs.clone();
+                let pad = padded.sectors[0].clone();
+                let mut sectors = vec![pad; p * vp.sector_count];
+                sectors.extend(pub_inputs.sectors.iter().cloned());
+                padded.sectors = sectors;
+                padded.k = None;
+                (padded, p)
+            }
+            _ => (pub_inputs.clone(), 0),
+        };
+
+        let id = CircuitId {
+            kind,
+            cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
+                FallbackPoStCircuit<Tree>,
+                _,
+            >>::cache_identifier(vp),
+            sector_size: u64::from(config.sector_size),
+        };
+        prove_partitions::<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>(
+            self,
+            &id,
+            &pub_inputs,
+            &circuit_proofs,
+            vp,
+            |k| {
+                let (inputs, offset) = &verifier_inputs;
+                FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
+            },
+        )
+    }
+}
+
+/// Decodes bincode vanilla proofs for one sector shape and proves them.
+fn post_bytes<Tree: 'static + MerkleTreeTrait>(
+    prover: &Prover<'_>,
+    config: &PoStConfig,
+    mode: Mode,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_proofs: &[Vec<u8>],
+) -> Result<Proved> {
+    let kind = match mode {
+        Mode::Winning => ProofKind::WinningPost,
+        _ => ProofKind::WindowPost,
+    };
+    let proofs = vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(index, bytes)| {
+            bincode::deserialize::<FallbackPoStSectorProof<Tree>>(bytes).map_err(|e| {
+                Error::VanillaDecode {
+                    kind,
+                    index,
+                    len: bytes.len(),
+                    message: e.to_string(),
+                }
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    prover.post_v1(config, mode, randomness, prover_id, proofs)
+}

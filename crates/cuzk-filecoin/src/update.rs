@@ -1,0 +1,155 @@
+//! SnapDeals (empty sector update) proofs from partition vanilla proofs, as filecoin-proofs'
+//! `generate_empty_sector_update_proof_with_vanilla` makes them.
+
+use crate::cache::CircuitId;
+use crate::compound::{prove_partitions, Proved};
+use crate::error::{chain, Error, ProofKind, Result};
+use crate::ids::hex;
+use crate::porep::nonzero;
+use crate::Prover;
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    Commitment, DefaultPieceDomain, MerkleTreeTrait, PartitionProof, PoRepConfig,
+    SectorUpdateConfig,
+};
+use filecoin_proofs_api::RegisteredUpdateProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicInputs,
+    SetupParams,
+};
+
+impl Prover<'_> {
+    /// A SnapDeals update proof from the bincode-encoded `PartitionProof`s filecoin-proofs-api's
+    /// `generate_partition_proofs` returns (one per partition, in order): 192 bytes per
+    /// partition, as `generate_empty_sector_update_proof_with_vanilla` returns them.
+    pub fn snap_deals_update(
+        &self,
+        registered: RegisteredUpdateProof,
+        vanilla_proofs: &[Vec<u8>],
+        comm_r_old: Commitment,
+        comm_r_new: Commitment,
+        comm_d_new: Commitment,
+    ) -> Result<Proved> {
+        let config = registered.as_v1_config();
+        let size = u64::from(registered.sector_size());
+        crate::with_shape!(
+            size,
+            update_bytes,
+            self,
+            &config,
+            vanilla_proofs,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new
+        )
+    }
+
+    /// A SnapDeals update proof from filecoin-proofs' partition vanilla proofs; `config` is
+    /// the sector's PoRep configuration (only its sector size matters to the update).
+    pub fn snap_deals_update_v1<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        &self,
+        config: &PoRepConfig,
+        vanilla_proofs: Vec<PartitionProof<Tree>>,
+        comm_r_old: Commitment,
+        comm_r_new: Commitment,
+        comm_d_new: Commitment,
+    ) -> Result<Proved> {
+        let kind = ProofKind::SnapDeals;
+        let span = tracing::info_span!("snap_deals_update", sector_size = u64::from(config.sector_size));
+        let _enter = span.enter();
+        nonzero("comm_r_old", &comm_r_old)?;
+        nonzero("comm_r_new", &comm_r_new)?;
+        nonzero("comm_d_new", &comm_d_new)?;
+        let comm_r_old_safe = tree_r_domain("comm_r_old", &comm_r_old)?;
+        let comm_r_new_safe = tree_r_domain("comm_r_new", &comm_r_new)?;
+        let comm_d_new_safe =
+            DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(|_| Error::InvalidCommitment {
+                name: "comm_d_new",
+                hex: hex(&comm_d_new),
+                reason: "not a canonical field element",
+            })?;
+
+        let update = SectorUpdateConfig::from_porep_config(config);
+        let partitions = usize::from(update.update_partitions);
+        if vanilla_proofs.len() != partitions {
+            return Err(Error::VanillaCount {
+                kind,
+                what: "partition vanilla proofs".into(),
+                expected: partitions,
+                found: vanilla_proofs.len(),
+            });
+        }
+        let public_inputs = PublicInputs {
+            k: partitions,
+            comm_r_old: comm_r_old_safe,
+            comm_d_new: comm_d_new_safe,
+            comm_r_new: comm_r_new_safe,
+            h: update.h,
+        };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: SetupParams {
+                sector_bytes: u64::from(update.sector_size),
+            },
+            partitions: Some(partitions),
+            priority: false,
+        };
+        let pub_params =
+            EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| Error::FilecoinProofs {
+                kind,
+                step: "public parameter setup",
+                message: chain(&e),
+            })?;
+        let vp = &pub_params.vanilla_params;
+        let id = CircuitId {
+            kind,
+            cache_id: <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+                EmptySectorUpdateCircuit<Tree>,
+                _,
+            >>::cache_identifier(vp),
+            sector_size: u64::from(config.sector_size),
+        };
+        prove_partitions::<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>, EmptySectorUpdateCompound<Tree>>(
+            self,
+            &id,
+            &public_inputs,
+            &vanilla_proofs,
+            vp,
+            |k| EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&public_inputs, vp, Some(k)),
+        )
+    }
+}
+
+fn tree_r_domain(name: &'static str, bytes: &Commitment) -> Result<<TreeRHasher as Hasher>::Domain> {
+    <TreeRHasher as Hasher>::Domain::try_from_bytes(bytes).map_err(|_| Error::InvalidCommitment {
+        name,
+        hex: hex(bytes),
+        reason: "not a canonical field element",
+    })
+}
+
+/// Decodes bincode partition proofs for one sector shape and proves them.
+fn update_bytes<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    prover: &Prover<'_>,
+    config: &PoRepConfig,
+    vanilla_proofs: &[Vec<u8>],
+    comm_r_old: Commitment,
+    comm_r_new: Commitment,
+    comm_d_new: Commitment,
+) -> Result<Proved> {
+    let proofs = vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(index, bytes)| {
+            bincode::deserialize::<PartitionProof<Tree>>(bytes).map_err(|e| Error::VanillaDecode {
+                kind: ProofKind::SnapDeals,
+                index,
+                len: bytes.len(),
+                message: e.to_string(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    prover.snap_deals_update_v1(config, proofs, comm_r_old, comm_r_new, comm_d_new)
+}

@@ -1,0 +1,294 @@
+//! The CPU side of a GPU proof: one witness evaluated, checked and laid out in pinned host
+//! memory, ready for the device — a, b, c over the whole domain, the aux assignment (L) and
+//! the density-filtered scalars of A and B. Runs while the device proves the previous
+//! witness; the pinned buffers come from a pool and go back to it, so no proof pays for
+//! pinning or freeing.
+
+use crate::error::{Error, Result};
+use crate::prover::{check_queries, check_witness, Shape};
+use cuzk_cuda::{Device, PinnedBuffer};
+use cuzk_field::{FrRepr, Scalar};
+use cuzk_synth::{Bitmap, Density, Pce, Witness};
+use rayon::prelude::*;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// Bits per compaction block: a multiple of 64, so blocks start on bitmap words.
+const BLOCK_BITS: usize = 1 << 16;
+
+/// Element counts of one witness's buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Lengths {
+    /// Domain size (a, b, c each).
+    pub n: usize,
+    /// Aux variables (the L scalars).
+    pub aux: usize,
+    /// Scalars of the A query.
+    pub a: usize,
+    /// Scalars of the B queries.
+    pub b: usize,
+}
+
+/// The pinned buffers of one witness.
+pub(crate) struct Buffers {
+    pub lengths: Lengths,
+    pub abc: [PinnedBuffer<FrRepr>; 3],
+    pub aux: PinnedBuffer<FrRepr>,
+    pub a: PinnedBuffer<FrRepr>,
+    pub b: PinnedBuffer<FrRepr>,
+}
+
+impl Buffers {
+    fn new(device: &Device, lengths: Lengths) -> Result<Buffers> {
+        // The driver refuses empty allocations: keep one spare element.
+        let alloc = |len: usize| device.alloc_pinned::<FrRepr>(len.max(1));
+        Ok(Buffers {
+            lengths,
+            abc: [alloc(lengths.n)?, alloc(lengths.n)?, alloc(lengths.n)?],
+            aux: alloc(lengths.aux)?,
+            a: alloc(lengths.a)?,
+            b: alloc(lengths.b)?,
+        })
+    }
+}
+
+/// Pinned witness buffers kept for reuse, at most `keep` sets.
+pub(crate) struct BufferPool {
+    free: Mutex<Vec<Buffers>>,
+    keep: usize,
+}
+
+impl BufferPool {
+    pub(crate) fn new(keep: usize) -> Arc<BufferPool> {
+        Arc::new(BufferPool {
+            free: Mutex::new(Vec::new()),
+            keep,
+        })
+    }
+
+    /// A set of the given lengths: a pooled one if any, else newly pinned (a miss).
+    fn take(&self, device: &Device, lengths: Lengths) -> Result<(Buffers, bool)> {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = free.iter().position(|b| b.lengths == lengths) {
+            return Ok((free.swap_remove(i), true));
+        }
+        drop(free);
+        Ok((Buffers::new(device, lengths)?, false))
+    }
+
+    fn give(&self, buffers: Buffers) {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.len() >= self.keep {
+            // Keep the most recent sizes: the oldest set is unpinned.
+            free.remove(0);
+        }
+        free.push(buffers);
+    }
+
+    /// Unpins every idle set.
+    pub(crate) fn clear(&self) {
+        self.free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+/// One witness ready for the device (see the module docs). Returns its buffers to the
+/// prover's pool when dropped.
+pub struct PreparedWitness {
+    pub(crate) buffers: Option<Buffers>,
+    pool: Arc<BufferPool>,
+    pub(crate) log_n: u32,
+    pub(crate) shape: Shape,
+    /// Milliseconds spent evaluating and checking a, b, c.
+    pub eval_ms: f64,
+    /// Milliseconds spent laying out the MSM scalars.
+    pub scalars_ms: f64,
+    /// Whether the pinned buffers came from the pool.
+    pub pooled: bool,
+}
+
+impl fmt::Debug for PreparedWitness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedWitness")
+            .field("log_n", &self.log_n)
+            .field("lengths", &self.buffers.as_ref().map(|b| b.lengths))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PreparedWitness {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffers.take() {
+            self.pool.give(b);
+        }
+    }
+}
+
+impl PreparedWitness {
+    pub(crate) fn buffers(&self) -> &Buffers {
+        self.buffers.as_ref().expect("present until dropped")
+    }
+
+    /// Domain size.
+    pub fn domain_size(&self) -> usize {
+        1 << self.log_n
+    }
+}
+
+/// Checks `witness` against the parameters' shape and the PCE, evaluates and checks it into
+/// pinned buffers, and lays out the MSM scalars.
+pub(crate) fn prepare(
+    device: &Device,
+    pool: &Arc<BufferPool>,
+    shape: &Shape,
+    pce: &Pce,
+    density: &Density,
+    witness: &Witness,
+) -> Result<PreparedWitness> {
+    check_witness(shape, &witness.inputs, &witness.aux)?;
+    if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
+        return Err(Error::ShapeMismatch {
+            what: "PCE variables (inputs + aux)",
+            expected: witness.inputs.len() + witness.aux.len(),
+            found: pce.num_inputs + pce.num_aux,
+        });
+    }
+    let domain = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
+    let lengths = Lengths {
+        n: domain.size(),
+        aux: witness.aux.len(),
+        a: shape.a,
+        b: shape.b_g1,
+    };
+    let (mut buffers, pooled) = pool.take(device, lengths)?;
+
+    let start = Instant::now();
+    let evaluated = {
+        let n = lengths.n;
+        let [a, b, c] = &mut buffers.abc;
+        let (a, b, c) = (
+            &mut a.as_mut_slice()?[..n],
+            &mut b.as_mut_slice()?[..n],
+            &mut c.as_mut_slice()?[..n],
+        );
+        pce.evaluate_checked_into(witness, a, b, c)
+    };
+    if let Err(e) = evaluated {
+        pool.give(buffers);
+        return Err(match e {
+            cuzk_synth::SynthError::Unsatisfied { index, .. } => Error::Unsatisfied { row: index },
+            other => Error::Synthesis(other),
+        });
+    }
+    let eval_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    let start = Instant::now();
+    let (inputs, aux) = (&witness.inputs[..], &witness.aux[..]);
+    let ni = inputs.len();
+    let aux_out = &mut buffers.aux.as_mut_slice()?[..lengths.aux];
+    aux_out
+        .par_iter_mut()
+        .zip(aux.par_iter())
+        .with_min_len(4096)
+        .for_each(|(d, s)| *d = (*s).into());
+    // A: every input (they are in A through their input rows), then the aux in A.
+    let a_out = &mut buffers.a.as_mut_slice()?[..lengths.a];
+    let (a_inputs, a_aux) = a_out.split_at_mut(ni);
+    convert(inputs, a_inputs);
+    compact(aux, &density.a_aux, a_aux);
+    // B: the inputs in B, then the aux in B.
+    let b_out = &mut buffers.b.as_mut_slice()?[..lengths.b];
+    let (b_inputs, b_aux) = b_out.split_at_mut(density.b_input.count_ones());
+    compact(inputs, &density.b_input, b_inputs);
+    compact(aux, &density.b_aux, b_aux);
+    let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
+
+    Ok(PreparedWitness {
+        buffers: Some(buffers),
+        pool: pool.clone(),
+        log_n: domain.log_size(),
+        shape: *shape,
+        eval_ms,
+        scalars_ms,
+        pooled,
+    })
+}
+
+fn convert(src: &[Scalar], out: &mut [FrRepr]) {
+    for (d, s) in out.iter_mut().zip(src) {
+        *d = (*s).into();
+    }
+}
+
+/// Writes the elements of `src` whose bit is set in `bits`, in order, into `out` (exactly
+/// as many as there are set bits), in parallel over blocks of the bitmap.
+fn compact(src: &[Scalar], bits: &Bitmap, out: &mut [FrRepr]) {
+    debug_assert_eq!(src.len(), bits.len());
+    debug_assert_eq!(out.len(), bits.count_ones());
+    let words_per_block = BLOCK_BITS / 64;
+    let words = bits.words();
+    let counts: Vec<usize> = words
+        .chunks(words_per_block)
+        .map(|w| w.iter().map(|x| x.count_ones() as usize).sum())
+        .collect();
+    let mut outs = Vec::with_capacity(counts.len());
+    let mut rest = out;
+    for &c in &counts {
+        let (head, tail) = rest.split_at_mut(c);
+        outs.push(head);
+        rest = tail;
+    }
+    words
+        .par_chunks(words_per_block)
+        .zip(src.par_chunks(BLOCK_BITS))
+        .zip(outs.into_par_iter())
+        .for_each(|((w, s), o)| {
+            let mut k = 0;
+            for (j, &word) in w.iter().enumerate() {
+                let mut rest = word;
+                while rest != 0 {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    o[k] = s[j * 64 + bit].into();
+                    k += 1;
+                }
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::Field;
+    use rand::SeedableRng;
+
+    #[test]
+    fn compaction_keeps_the_selected_elements_in_order() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for len in [
+            0usize,
+            1,
+            63,
+            64,
+            65,
+            BLOCK_BITS - 1,
+            BLOCK_BITS + 77,
+            3 * BLOCK_BITS,
+        ] {
+            let src: Vec<Scalar> = (0..len).map(|_| Scalar::random(&mut rng)).collect();
+            let mut bits = Bitmap::new(len);
+            for i in 0..len {
+                if rand::Rng::gen_bool(&mut rng, 0.3) {
+                    bits.set(i);
+                }
+            }
+            let expected: Vec<FrRepr> = bits.iter_ones().map(|i| src[i].into()).collect();
+            let mut out = vec![FrRepr::default(); expected.len()];
+            compact(&src, &bits, &mut out);
+            assert_eq!(out, expected, "length {len}");
+        }
+    }
+}

@@ -1,0 +1,722 @@
+//! The GPU prover of one lane: a compute stream and a copy stream on one device, the NTT and
+//! MSM engines, and the pinned witness pool.
+//!
+//! One proof, parameters resident:
+//! ```text
+//! copy stream:    upload a, b, c ─────────────┐ (event)
+//! compute stream: MSM L, MSM A, MSM B₁, MSM B₂ ┴─ H step (iNTT, coset NTT, (a·b−c)/Z, coset iNTT) ─ MSM H (h stays on the device)
+//! host:           assemble with r, s
+//! ```
+//! Parameters streamed (they do not fit the VRAM budget): upload a, b, c → H step → h back to
+//! pinned memory, the a/b/c buffers freed → every MSM with its bases copied in chunks.
+
+use super::params::{DeviceParameters, Queries, Residency, Store};
+use super::prep::{prepare, BufferPool, PreparedWitness};
+use super::stage::{HostPoint, Stager, STAGE_BYTES};
+use crate::error::{Error, Result};
+use crate::params::PreparedParameters;
+use crate::proof::Proof;
+use crate::prover::{assemble, check_delta, Sums};
+use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream};
+use cuzk_field::{FrRepr, G1Projective, Scalar};
+use cuzk_mem::{Budget, Reservation};
+use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars};
+use cuzk_msm::{MsmCurve, G1, G2};
+use cuzk_ntt::gpu::NttEngine;
+use cuzk_synth::{Density, Pce, Witness};
+use group::Group;
+use std::fmt;
+use std::ops::Range;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// Device bytes an MSM may use for its work buffers when nothing else limits it.
+const DEFAULT_MSM_VRAM: u64 = 8 << 30;
+
+/// Below this an MSM would run in so many chunks that the plan is not worth running.
+const MIN_MSM_VRAM: u64 = 256 << 20;
+
+/// Device bytes of one streamed-bases chunk per group, by default.
+const CHUNK_BYTES: u64 = 512 << 20;
+
+/// How a [`GpuProver`] runs.
+#[derive(Clone, Debug)]
+pub struct GpuProverConfig {
+    /// Where parameters loaded by this prover live.
+    pub residency: Residency,
+    /// The device's VRAM budget, shared by every lane on it: each proof reserves its
+    /// working set before allocating it, resident parameters reserve their points. `None`:
+    /// unmetered (one lane owning the device).
+    pub budget: Option<Budget>,
+    /// Device bytes one MSM may use for work buffers (`None`: 8 GiB, less if the budget
+    /// leaves less). Smaller values chunk the MSMs; the results are the same.
+    pub msm_vram: Option<u64>,
+    /// Sets of pinned witness buffers kept for reuse.
+    pub pooled_witnesses: usize,
+    /// Device bytes of the chunk buffer (per group) through which streamed parameters pass.
+    pub stream_chunk: u64,
+}
+
+impl Default for GpuProverConfig {
+    fn default() -> Self {
+        GpuProverConfig {
+            residency: Residency::Auto,
+            budget: None,
+            msm_vram: None,
+            pooled_witnesses: 3,
+            stream_chunk: CHUNK_BYTES,
+        }
+    }
+}
+
+/// Where one proof's time went. Device phases are timed with events on the compute stream;
+/// the rest on the host.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProofTimings {
+    /// Evaluating and checking a, b, c into pinned memory (host).
+    pub eval_ms: f64,
+    /// Laying out the MSM scalars (host).
+    pub scalars_ms: f64,
+    /// Copying a, b, c to the device (copy stream; overlaps the first MSMs when resident).
+    pub upload_ms: f64,
+    /// The H step: iNTT, coset NTT, (a·b − c)/Z, coset iNTT.
+    pub ntt_ms: f64,
+    /// MSM of the H query.
+    pub msm_h_ms: f64,
+    /// MSM of the L query.
+    pub msm_l_ms: f64,
+    /// MSM of the A query.
+    pub msm_a_ms: f64,
+    /// MSM of the B query in G1.
+    pub msm_b_g1_ms: f64,
+    /// MSM of the B query in G2.
+    pub msm_b_g2_ms: f64,
+    /// Combining the sums with r and s (host).
+    pub assembly_ms: f64,
+    /// Releasing the proof's device buffers (host).
+    pub free_ms: f64,
+    /// Device time in kernels (the NTT and MSM phases; they run one after another).
+    pub gpu_busy_ms: f64,
+    /// Device time from the start of the upload to the end of the last MSM.
+    pub gpu_span_ms: f64,
+    /// Wall time of the device part of the proof, from upload to assembled proof (host).
+    pub prove_ms: f64,
+    /// Whether the parameters were resident.
+    pub resident: bool,
+}
+
+impl ProofTimings {
+    /// 1 − busy/span: the share of the proof's device time with no kernel running.
+    pub fn idle_share(&self) -> f64 {
+        if self.gpu_span_ms <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.gpu_busy_ms / self.gpu_span_ms).max(0.0)
+    }
+
+    /// The phases as (name, milliseconds), in pipeline order.
+    pub fn phases(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("eval", self.eval_ms),
+            ("scalars", self.scalars_ms),
+            ("upload", self.upload_ms),
+            ("ntt", self.ntt_ms),
+            ("msm_h", self.msm_h_ms),
+            ("msm_l", self.msm_l_ms),
+            ("msm_a", self.msm_a_ms),
+            ("msm_b_g1", self.msm_b_g1_ms),
+            ("msm_b_g2", self.msm_b_g2_ms),
+            ("assembly", self.assembly_ms),
+            ("free", self.free_ms),
+            ("prove", self.prove_ms),
+        ]
+    }
+}
+
+/// Chunk buffers and stagers for streamed parameters, made on first use.
+struct Streaming {
+    g1: Bases<G1>,
+    g2: Bases<G2>,
+    g1_stage: Stager<<G1 as MsmCurve>::AffineRepr>,
+    g2_stage: Stager<<G2 as MsmCurve>::AffineRepr>,
+}
+
+/// One lane's GPU prover (see the module docs). Several lanes on one device share a
+/// [`GpuProverConfig::budget`] and [`DeviceParameters`]; one lane proves one witness at a
+/// time (calls from several threads take turns).
+pub struct GpuProver {
+    device: Device,
+    stream: Stream,
+    copy: Stream,
+    ntt: NttEngine,
+    msm: MsmEngine,
+    config: GpuProverConfig,
+    pool: Arc<BufferPool>,
+    streaming: Mutex<Option<Streaming>>,
+    turn: Mutex<()>,
+}
+
+impl fmt::Debug for GpuProver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuProver")
+            .field("device", &self.device.ordinal())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// a, b, c on the device, and the events around their upload on the copy stream.
+type Uploaded = ([DeviceBuffer<FrRepr>; 3], (Event, Event));
+
+/// Named device intervals of one proof.
+struct Marks {
+    device: Device,
+    spans: Vec<(&'static str, Event, Event)>,
+}
+
+impl Marks {
+    fn time<T>(
+        &mut self,
+        stream: &Stream,
+        name: &'static str,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let (start, end) = (self.device.new_event()?, self.device.new_event()?);
+        stream.record(&start)?;
+        let out = f()?;
+        stream.record(&end)?;
+        self.spans.push((name, start, end));
+        Ok(out)
+    }
+
+    fn ms(&self, name: &str) -> Result<f64> {
+        let mut total = 0.0;
+        for (n, s, e) in &self.spans {
+            if *n == name {
+                total += f64::from(s.elapsed_ms(e)?);
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl GpuProver {
+    /// A prover on `device` (loads the kernels, makes its streams).
+    pub fn new(device: &Device, config: GpuProverConfig) -> Result<Self> {
+        Ok(GpuProver {
+            device: device.clone(),
+            stream: device.new_stream()?,
+            copy: device.new_stream()?,
+            ntt: NttEngine::new(device)?,
+            msm: MsmEngine::new(device)?,
+            pool: BufferPool::new(config.pooled_witnesses.max(1)),
+            config,
+            streaming: Mutex::new(None),
+            turn: Mutex::new(()),
+        })
+    }
+
+    /// The prover's device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Places `params` on this prover's device (resident or streamed, per the
+    /// configuration and budget). Share the result between the lanes of the device.
+    pub fn load(&self, params: Arc<PreparedParameters>) -> Result<DeviceParameters> {
+        let n = params.h().len() + 1;
+        let working = self.working_set(n)?;
+        DeviceParameters::load(
+            &self.device,
+            &self.stream,
+            params,
+            self.config.residency,
+            self.config.budget.as_ref(),
+            working.0 + working.1,
+        )
+    }
+
+    /// Device bytes of one proof of domain size `n`: (a/b/c and NTT tables, MSM work).
+    fn working_set(&self, n: usize) -> Result<(u64, u64)> {
+        let log_n = n.trailing_zeros();
+        let abc = 3 * n as u64 * std::mem::size_of::<FrRepr>() as u64;
+        let tables = NttEngine::table_bytes(log_n.max(1))? as u64;
+        Ok((
+            abc + tables,
+            self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM),
+        ))
+    }
+
+    /// Checks and evaluates `witness` into pinned memory and lays out its MSM scalars (CPU
+    /// only; may run on another thread while this prover's device is busy).
+    pub fn prepare(
+        &self,
+        params: &DeviceParameters,
+        pce: &Pce,
+        density: &Density,
+        witness: &Witness,
+    ) -> Result<PreparedWitness> {
+        let _span = tracing::debug_span!("gpu_prepare", aux = witness.aux.len()).entered();
+        prepare(
+            &self.device,
+            &self.pool,
+            &params.shape,
+            pce,
+            density,
+            witness,
+        )
+    }
+
+    /// Proves one witness with randomness `r`, `s`: [`GpuProver::prepare`] then
+    /// [`GpuProver::prove_prepared`]. The proof equals the CPU reference's for the same r, s.
+    pub fn prove(
+        &self,
+        params: &DeviceParameters,
+        pce: &Pce,
+        density: &Density,
+        witness: &Witness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, ProofTimings)> {
+        let mut prepared = self.prepare(params, pce, density, witness)?;
+        self.prove_prepared(params, &mut prepared, r, s)
+    }
+
+    /// Proves several witnesses of one circuit, one `(r, s)` per witness, preparing the next
+    /// witness on another thread while the device proves the current one. A failing witness
+    /// stops the batch with [`Error::InBatch`] naming it.
+    pub fn prove_batch(
+        &self,
+        params: &DeviceParameters,
+        pce: &Pce,
+        density: &Density,
+        witnesses: &[Witness],
+        randomness: &[(Scalar, Scalar)],
+    ) -> Result<Vec<(Proof, ProofTimings)>> {
+        if witnesses.len() != randomness.len() {
+            return Err(Error::ShapeMismatch {
+                what: "randomness pairs for the batch",
+                expected: witnesses.len(),
+                found: randomness.len(),
+            });
+        }
+        let in_batch = |index: usize| {
+            move |e: Error| Error::InBatch {
+                index,
+                source: Box::new(e),
+            }
+        };
+        std::thread::scope(|scope| {
+            // One prepared witness waits while the device proves another.
+            let (tx, rx) = sync_channel::<Result<PreparedWitness>>(1);
+            scope.spawn(move || {
+                for w in witnesses {
+                    let prepared = self.prepare(params, pce, density, w);
+                    let failed = prepared.is_err();
+                    if tx.send(prepared).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            let mut out = Vec::with_capacity(witnesses.len());
+            for (index, &(r, s)) in randomness.iter().enumerate() {
+                let mut prepared = rx
+                    .recv()
+                    .expect("the preparing thread sends one result per witness until an error")
+                    .map_err(in_batch(index))?;
+                out.push(
+                    self.prove_prepared(params, &mut prepared, r, s)
+                        .map_err(in_batch(index))?,
+                );
+            }
+            Ok(out)
+        })
+    }
+
+    /// Proves a prepared witness with randomness `r`, `s`.
+    pub fn prove_prepared(
+        &self,
+        params: &DeviceParameters,
+        prepared: &mut PreparedWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, ProofTimings)> {
+        if params.ordinal != self.device.ordinal() {
+            return Err(Error::wrong_device(params.ordinal, self.device.ordinal()));
+        }
+        if params.shape != prepared.shape {
+            return Err(Error::ShapeMismatch {
+                what: "query sizes of the parameters the witness was prepared for",
+                expected: params.shape.l,
+                found: prepared.shape.l,
+            });
+        }
+        let vk = params.vk();
+        check_delta(&vk.delta_g1, &vk.delta_g2)?;
+        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        let _span = tracing::debug_span!("gpu_prove", log_n = prepared.log_n).entered();
+        let start = Instant::now();
+        let n = prepared.domain_size();
+        let (stage_bytes, msm_default) = self.working_set(n)?;
+        let mut marks = Marks {
+            device: self.device.clone(),
+            spans: Vec::new(),
+        };
+
+        let resident = params.is_resident();
+        let mut timings = ProofTimings {
+            eval_ms: prepared.eval_ms,
+            scalars_ms: prepared.scalars_ms,
+            resident,
+            ..ProofTimings::default()
+        };
+        let sums = match &params.store {
+            Store::Resident(q) => {
+                let Queries {
+                    h,
+                    l,
+                    a,
+                    b_g1,
+                    b_g2,
+                } = &**q;
+                let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
+                let reservation = self.reserve(stage_bytes + msm_vram)?;
+                let config = self.msm_config(msm_vram);
+                let bufs = prepared.buffers();
+                let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
+                let l_sum = marks.time(&self.stream, "msm_l", || {
+                    self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
+                })?;
+                let a_sum = marks.time(&self.stream, "msm_a", || {
+                    self.msm_g1(a, &bufs.a, 0..bufs.lengths.a, &config)
+                })?;
+                let b_g1_sum = marks.time(&self.stream, "msm_b_g1", || {
+                    self.msm_g1(b_g1, &bufs.b, 0..bufs.lengths.b, &config)
+                })?;
+                let b_g2_sum = marks.time(&self.stream, "msm_b_g2", || {
+                    Ok(self
+                        .msm
+                        .msm_with::<G2>(
+                            &self.stream,
+                            b_g2,
+                            Scalars::PinnedRange(&bufs.b, 0..bufs.lengths.b),
+                            &config,
+                        )?
+                        .0)
+                })?;
+                self.stream.wait(&upload.1)?;
+                timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
+                marks.time(&self.stream, "ntt", || self.h_step(&mut abc))?;
+                let h_sum = marks.time(&self.stream, "msm_h", || {
+                    Ok(self
+                        .msm
+                        .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
+                        .0)
+                })?;
+                let free = Instant::now();
+                drop(abc);
+                self.release_if_metered();
+                self.stream.synchronize()?;
+                drop(reservation);
+                timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
+                timings.gpu_span_ms = f64::from(
+                    upload
+                        .0
+                        .elapsed_ms(&marks.spans.last().expect("phases ran").2)?,
+                );
+                Sums {
+                    h: h_sum,
+                    l: l_sum,
+                    a: a_sum,
+                    b_g1: b_g1_sum,
+                    b_g2: b_g2_sum,
+                }
+            }
+            Store::Streamed => self.prove_streamed(
+                params,
+                prepared,
+                &mut marks,
+                &mut timings,
+                stage_bytes,
+                msm_default,
+            )?,
+        };
+        for (name, field) in [
+            ("ntt", &mut timings.ntt_ms),
+            ("msm_h", &mut timings.msm_h_ms),
+            ("msm_l", &mut timings.msm_l_ms),
+            ("msm_a", &mut timings.msm_a_ms),
+            ("msm_b_g1", &mut timings.msm_b_g1_ms),
+            ("msm_b_g2", &mut timings.msm_b_g2_ms),
+        ] {
+            *field = marks.ms(name)?;
+        }
+        timings.gpu_busy_ms = timings.ntt_ms
+            + timings.msm_h_ms
+            + timings.msm_l_ms
+            + timings.msm_a_ms
+            + timings.msm_b_g1_ms
+            + timings.msm_b_g2_ms;
+        let assembly = Instant::now();
+        let proof = assemble(vk, &sums, r, s);
+        timings.assembly_ms = assembly.elapsed().as_secs_f64() * 1e3;
+        timings.prove_ms = start.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(?timings, "gpu proof");
+        Ok((proof, timings))
+    }
+
+    /// The streamed path (see the module docs).
+    fn prove_streamed(
+        &self,
+        params: &DeviceParameters,
+        prepared: &mut PreparedWitness,
+        marks: &mut Marks,
+        timings: &mut ProofTimings,
+        stage_bytes: u64,
+        msm_default: u64,
+    ) -> Result<Sums> {
+        let n = prepared.domain_size();
+        let host = &params.host;
+        let reservation = self.reserve(stage_bytes)?;
+        let upload = {
+            let bufs = prepared.buffers();
+            let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
+            self.stream.wait(&upload.1)?;
+            marks.time(&self.stream, "ntt", || self.h_step(&mut abc))?;
+            // h back to the host, into a's pinned buffer (a is no longer needed there).
+            let bufs = prepared.buffers.as_mut().expect("present until dropped");
+            self.stream.copy_to_pinned(&abc[0], &mut bufs.abc[0])?;
+            self.stream.synchronize()?;
+            drop(abc);
+            self.stream.synchronize()?;
+            upload
+        };
+        timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
+        drop(reservation);
+
+        let chunk_bytes = 2 * (self.config.stream_chunk + 2 * STAGE_BYTES as u64);
+        let msm_vram = self.msm_vram(msm_default, chunk_bytes)?;
+        let _reservation = self.reserve(chunk_bytes + msm_vram)?;
+        let config = self.msm_config(msm_vram);
+        let mut guard = self
+            .streaming
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some(self.new_streaming()?);
+        }
+        let st = guard.as_mut().expect("made above");
+        let bufs = prepared.buffers();
+        let h_len = host.h().len();
+        let h = marks.time(&self.stream, "msm_h", || {
+            self.streamed(
+                host.h(),
+                &bufs.abc[0],
+                0..h_len,
+                &mut st.g1,
+                &mut st.g1_stage,
+                &config,
+            )
+        })?;
+        let l = marks.time(&self.stream, "msm_l", || {
+            self.streamed(
+                host.l(),
+                &bufs.aux,
+                0..bufs.lengths.aux,
+                &mut st.g1,
+                &mut st.g1_stage,
+                &config,
+            )
+        })?;
+        let a = marks.time(&self.stream, "msm_a", || {
+            self.streamed(
+                host.a(),
+                &bufs.a,
+                0..bufs.lengths.a,
+                &mut st.g1,
+                &mut st.g1_stage,
+                &config,
+            )
+        })?;
+        let b_g1 = marks.time(&self.stream, "msm_b_g1", || {
+            self.streamed(
+                host.b_g1(),
+                &bufs.b,
+                0..bufs.lengths.b,
+                &mut st.g1,
+                &mut st.g1_stage,
+                &config,
+            )
+        })?;
+        let b_g2 = marks.time(&self.stream, "msm_b_g2", || {
+            self.streamed(
+                host.b_g2(),
+                &bufs.b,
+                0..bufs.lengths.b,
+                &mut st.g2,
+                &mut st.g2_stage,
+                &config,
+            )
+        })?;
+        timings.gpu_span_ms = f64::from(
+            upload
+                .0
+                .elapsed_ms(&marks.spans.last().expect("phases ran").2)?,
+        );
+        let free = Instant::now();
+        self.release_if_metered();
+        timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
+        Ok(Sums {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    fn new_streaming(&self) -> Result<Streaming> {
+        let chunk = self.config.stream_chunk as usize;
+        let g1_len = (chunk / std::mem::size_of::<<G1 as MsmCurve>::AffineRepr>()).max(1);
+        let g2_len = (chunk / std::mem::size_of::<<G2 as MsmCurve>::AffineRepr>()).max(1);
+        let s = Streaming {
+            g1: Bases::from_device(self.stream.alloc_zeroed(g1_len)?),
+            g2: Bases::from_device(self.stream.alloc_zeroed(g2_len)?),
+            g1_stage: Stager::new(&self.device)?,
+            g2_stage: Stager::new(&self.device)?,
+        };
+        self.stream.synchronize()?;
+        Ok(s)
+    }
+
+    /// Σ scalars·bases with the bases copied from the host through `chunk` piece by piece.
+    fn streamed<P: HostPoint>(
+        &self,
+        host: &[P],
+        scalars: &PinnedBuffer<FrRepr>,
+        range: Range<usize>,
+        chunk: &mut Bases<P::Curve>,
+        stager: &mut Stager<<P::Curve as MsmCurve>::AffineRepr>,
+        config: &MsmConfig,
+    ) -> Result<<P::Curve as MsmCurve>::Projective> {
+        let mut sum = <P::Curve as MsmCurve>::Projective::identity();
+        let len = range.len();
+        let step = chunk.len();
+        for first in (0..len).step_by(step) {
+            let last = (first + step).min(len);
+            // Queued on the compute stream, so the copy waits for the previous MSM's reads.
+            stager.copy(
+                &self.stream,
+                &host[first..last],
+                chunk.points_mut(),
+                P::repr,
+            )?;
+            let scalars = Scalars::PinnedRange(scalars, range.start + first..range.start + last);
+            sum += self
+                .msm
+                .msm_with::<P::Curve>(&self.stream, chunk, scalars, config)?
+                .0;
+        }
+        stager.finish()?;
+        Ok(sum)
+    }
+
+    /// Allocates a, b, c on the device and queues their upload on the copy stream; returns
+    /// the buffers and the events around the copies.
+    fn upload_abc(
+        &self,
+        abc: &[PinnedBuffer<FrRepr>; 3],
+        n: usize,
+    ) -> Result<Uploaded> {
+        let (start, end) = (self.device.new_event()?, self.device.new_event()?);
+        let mut dev = [
+            self.copy.alloc::<FrRepr>(n)?,
+            self.copy.alloc::<FrRepr>(n)?,
+            self.copy.alloc::<FrRepr>(n)?,
+        ];
+        self.copy.record(&start)?;
+        for (d, h) in dev.iter_mut().zip(abc) {
+            self.copy.copy_pinned_to_device(h, d)?;
+        }
+        self.copy.record(&end)?;
+        Ok((dev, (start, end)))
+    }
+
+    /// The H step in place: `abc[0]` becomes h's coefficients (n − 1 of them, then a zero).
+    fn h_step(&self, abc: &mut [DeviceBuffer<FrRepr>; 3]) -> Result<()> {
+        let [a, b, c] = abc;
+        let mut views = [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()];
+        self.ntt.groth16_h(&self.stream, &mut views)?;
+        Ok(())
+    }
+
+    fn msm_g1(
+        &self,
+        bases: &Bases<G1>,
+        scalars: &PinnedBuffer<FrRepr>,
+        range: Range<usize>,
+        config: &MsmConfig,
+    ) -> Result<G1Projective> {
+        Ok(self
+            .msm
+            .msm_with::<G1>(
+                &self.stream,
+                bases,
+                Scalars::PinnedRange(scalars, range),
+                config,
+            )?
+            .0)
+    }
+
+    /// The MSM work allowance: the configured or default figure, less if the budget leaves
+    /// less after `other` bytes of this proof.
+    fn msm_vram(&self, default: u64, other: u64) -> Result<u64> {
+        let mut v = default;
+        if let Some(b) = &self.config.budget {
+            let left = b.capacity().saturating_sub(other);
+            v = v.min(left);
+            if v < MIN_MSM_VRAM {
+                return Err(Error::Budget(cuzk_mem::MemError::ExceedsCapacity {
+                    budget: b.name().to_string(),
+                    requested: other + MIN_MSM_VRAM,
+                    capacity: b.capacity(),
+                }));
+            }
+        }
+        Ok(v)
+    }
+
+    fn msm_config(&self, vram: u64) -> MsmConfig {
+        MsmConfig {
+            vram_allowance: Some(vram as usize),
+            ..*self.msm.config()
+        }
+    }
+
+    /// Waits for `bytes` of the VRAM budget (if any).
+    fn reserve(&self, bytes: u64) -> Result<Option<Reservation>> {
+        match &self.config.budget {
+            Some(b) => Ok(Some(b.reserve_blocking(bytes, None)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Under a budget, the MSM work buffers are freed with the reservation that covered them,
+    /// so the ledger never undercounts what the device holds.
+    fn release_if_metered(&self) {
+        if self.config.budget.is_some() {
+            self.msm.release_workspaces();
+        }
+    }
+
+    /// Frees the pooled pinned witness buffers and the cached device work buffers.
+    pub fn release_buffers(&self) {
+        self.pool.clear();
+        self.msm.release_workspaces();
+        *self
+            .streaming
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}

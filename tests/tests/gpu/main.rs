@@ -1,0 +1,5 @@
+//! The cross-crate GPU tests, in one test binary (the bundle runs one binary per package):
+//! every test is `#[ignore = "needs a CUDA GPU"]` and named `gpu_…`.
+
+mod paramgen;
+mod prover;
