@@ -5,8 +5,13 @@
 use anyhow::{ensure, Context, Result};
 use cuzk_circuits::SyntheticPoRep;
 use cuzk_cuda::Device;
-use cuzk_groth16::gpu::{GpuProver, GpuProverConfig, PreparedWitness, ProofTimings, Residency};
-use cuzk_groth16::{generate_parameters, prepare_verifying_key, verify_proof, PreparedParameters};
+use cuzk_groth16::gpu::{
+    generate_parameters_gpu_config, DeviceParameters, GpuParamgenConfig, GpuProver,
+    GpuProverConfig, PreparedWitness, ProofTimings, Residency,
+};
+use cuzk_groth16::{
+    generate_parameters_with, prepare_verifying_key, verify_proof, PreparedParameters, ToxicWaste,
+};
 use cuzk_mem::{parse_size, Budget};
 use cuzk_synth::synthesize_witness;
 use ff::Field;
@@ -28,6 +33,9 @@ pub struct Args {
     /// A VRAM budget such as `16GiB`: parameters stream when they do not fit it.
     #[arg(long)]
     budget: Option<String>,
+    /// Make the parameters on the GPU (kept resident for the prover) or on the CPU.
+    #[arg(long, default_value = "gpu", value_parser = ["gpu", "cpu"])]
+    paramgen: String,
     /// Seed of the parameters and witnesses.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -76,27 +84,52 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     let density = pce.density();
     eprintln!("2^{k}: evaluator {:.1} s", t.elapsed().as_secs_f64());
 
-    let t = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let params = generate_parameters(&pce, &mut rng).context("parameter generation")?;
-    let paramgen_s = t.elapsed().as_secs_f64();
-    let pvk = prepare_verifying_key(&params.vk);
-    let params = Arc::new(PreparedParameters::from(params));
-    eprintln!("2^{k}: parameters {paramgen_s:.1} s");
-
+    let toxic = ToxicWaste::random(&mut rng);
     let config = GpuProverConfig {
         budget: budget.clone(),
         residency: Residency::Auto,
-        // Two sets in flight: one being proved, one being prepared.
-        pooled_witnesses: 2,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;
     let t = Instant::now();
-    let dev_params = prover.load(params.clone())?;
-    let load_s = t.elapsed().as_secs_f64();
+    // On the GPU the points stay on the device for the prover when there is no budget to
+    // respect; otherwise (and on the CPU) they are placed by the prover's load.
+    let keep = args.paramgen == "gpu" && budget.is_none();
+    let (pvk, dev_params, paramgen_s, load_s) = if args.paramgen == "gpu" {
+        let generated = generate_parameters_gpu_config(
+            device,
+            &pce,
+            &toxic,
+            &GpuParamgenConfig {
+                keep_on_device: keep,
+                ..GpuParamgenConfig::default()
+            },
+        )
+        .context("GPU parameter generation")?;
+        let paramgen_s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "2^{k}: parameters on the GPU {paramgen_s:.1} s ({:?})",
+            generated.timings
+        );
+        let pvk = prepare_verifying_key(&generated.params.vk);
+        let t = Instant::now();
+        let dev_params = match generated.on_device {
+            Some(q) => DeviceParameters::adopt(device, &generated.params, q, None)?,
+            None => prover.load(Arc::new(PreparedParameters::from(generated.params)))?,
+        };
+        (pvk, dev_params, paramgen_s, t.elapsed().as_secs_f64())
+    } else {
+        let params = generate_parameters_with(&pce, &toxic).context("parameter generation")?;
+        let paramgen_s = t.elapsed().as_secs_f64();
+        eprintln!("2^{k}: parameters on the CPU {paramgen_s:.1} s");
+        let pvk = prepare_verifying_key(&params.vk);
+        let t = Instant::now();
+        let dev_params = prover.load(Arc::new(PreparedParameters::from(params)))?;
+        (pvk, dev_params, paramgen_s, t.elapsed().as_secs_f64())
+    };
     eprintln!(
-        "2^{k}: parameters on the device in {load_s:.1} s (resident: {})",
+        "2^{k}: parameters placed in {load_s:.1} s (resident: {})",
         dev_params.is_resident()
     );
 

@@ -179,33 +179,37 @@ using cuzk::msm::LevelParams;
 // sign bit (stride 2 reads interleaved (key, value) pairs). level_xyzz: entries
 // (keys[i·stride] or i / key_div, pts[i]). Both: m entries (p.m_value or *m_in),
 // buckets[key] += complete runs, out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
-// Launch at least ceil(m_max / span) threads. bucket_sums: w_count · (nb >> seg_log) threads,
-// out gets one point per work item. A work item is lane_layout<F>::count threads (G1 one, G2
+// Launch at least ceil(m_max / span) work items. bucket_sums: w_count · (nb >> seg_log) work
+// items, out gets one point per item. A work item is lane_layout<F>::count threads (G1 one, G2
 // two), and the host launches that many threads per item.
-#define CUZK_MSM_CURVE_KERNELS(NAME, F)                                                        \
-    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_affine(          \
+#define CUZK_MSM_CURVE_KERNELS(NAME, F, BOUNDS)                                                \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_level_affine(        \
         const uint32_t* keys, const uint32_t* vals, const affine_t<mem_t<F>>* bases,           \
         const uint32_t* m_in, LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,    \
         xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::AffineSource<F> src{vals, p.stride, bases};                                 \
         cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_xyzz(            \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_level_xyzz(          \
         const uint32_t* keys, const xyzz_t<mem_t<F>>* pts, const uint32_t* m_in,               \
         LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,                          \
         xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::XyzzSource<F> src{pts};                                                     \
         cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_bucket_sums(           \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_bucket_sums(         \
         const xyzz_t<mem_t<F>>* buckets, uint32_t w_count, uint32_t nb, uint32_t seg_log,      \
         xyzz_t<mem_t<F>>* out) {                                                               \
         cuzk::msm::bucket_sums<F>(buckets, w_count, nb, seg_log, out);                         \
     }
 
-CUZK_MSM_CURVE_KERNELS(g1, fp_t)
-// G2 runs on lane pairs: half the registers per thread of a whole-Fp2 thread (which held
-// 250 registers in 960-1536-byte stack frames at 8 warps per SM) for a third more products.
-CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t)
+// BOUNDS, in parentheses: threads per block (CURVE_BLOCK in crates/cuzk-msm/src/gpu/launch.rs) and, for G2,
+// blocks per SM, which caps registers at 65536 / (128·3) = 168.
+CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128))
+// G2 runs on lane pairs: a thread holds half of each Fp2 coordinate, so a point takes the
+// registers of a G1 point and each Fp2 product a third more multiplications in all. Unbounded,
+// ptxas spends 250 registers on overlapping independent products (8 warps per SM); capped at
+// 168 it spills about 100 bytes and keeps 12 warps per SM.
+CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128, 3))
 
 #undef CUZK_MSM_CURVE_KERNELS

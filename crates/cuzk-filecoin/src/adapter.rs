@@ -29,7 +29,7 @@ pub(crate) struct Parallel<C>(pub C);
 
 impl<C: Circuit<Fr>> Circuit<Fr> for Parallel<C> {
     fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        self.0.synthesize(&mut Ext::Root(cs))
+        self.0.synthesize(&mut Ext::Caller(cs))
     }
 }
 
@@ -123,21 +123,21 @@ impl<CS: ConstraintSystem<Fr>> ConstraintSystem<Fr> for Plain<'_, CS> {
 
 /// The caller's system, or a sub-system a circuit made with `new()`.
 enum Ext<'a, CS> {
-    Root(&'a mut CS),
+    Caller(&'a mut CS),
     Sub(CS),
 }
 
 impl<CS> Ext<'_, CS> {
     fn cs(&mut self) -> &mut CS {
         match self {
-            Ext::Root(cs) => cs,
+            Ext::Caller(cs) => cs,
             Ext::Sub(cs) => cs,
         }
     }
 
     fn cs_ref(&self) -> &CS {
         match self {
-            Ext::Root(cs) => cs,
+            Ext::Caller(cs) => cs,
             Ext::Sub(cs) => cs,
         }
     }

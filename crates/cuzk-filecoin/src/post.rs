@@ -253,10 +253,19 @@ impl Prover<'_> {
             .map_err(rejected)?,
         };
 
-        // The chain verifies a partition against all sectors, partition p holding sectors
-        // p·n.. (n per partition); a lone partition's sectors are placed there so that its
-        // inputs are computed exactly as the verifier computes them.
+        // The public inputs are computed exactly as filecoin-proofs' verifiers compute them.
+        // WinningPoSt's verifier lists the sectors once per circuit slot (the circuit proves
+        // each challenge of the sector as its own slot). WindowPoSt's verifies a partition
+        // against all sectors, partition p holding sectors p·n.. (n per partition); a lone
+        // partition's sectors are placed there.
         let verifier_inputs = match mode {
+            Mode::Winning => {
+                let mut repeated = pub_inputs.clone();
+                repeated.sectors = (0..vp.sector_count)
+                    .flat_map(|_| pub_inputs.sectors.iter().cloned())
+                    .collect();
+                (repeated, 0)
+            }
             Mode::WindowPartition(p) => {
                 let mut padded = pub_inputs.clone();
                 let pad = padded.sectors[0].clone();
@@ -266,7 +275,7 @@ impl Prover<'_> {
                 padded.k = None;
                 (padded, p)
             }
-            _ => (pub_inputs.clone(), 0),
+            Mode::WindowAll => (pub_inputs.clone(), 0),
         };
 
         let id = CircuitId {

@@ -17,8 +17,6 @@ mod generator;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod msm;
-#[cfg(test)]
-mod old_gen_tmp;
 mod params;
 #[cfg(test)]
 mod pipeline_tests;

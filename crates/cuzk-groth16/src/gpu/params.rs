@@ -20,17 +20,11 @@ pub(crate) enum Store {
     /// domain size, so the device-resident H scalars (one per domain point) pair with it.
     Resident(Box<Queries>),
     /// On the host; every MSM streams its bases through the device in chunks.
-    Streamed,
+    Streamed(Arc<PreparedParameters>),
 }
 
-/// The five queries on the device.
-pub(crate) struct Queries {
-    pub h: Bases<G1>,
-    pub l: Bases<G1>,
-    pub a: Bases<G1>,
-    pub b_g1: Bases<G1>,
-    pub b_g2: Bases<G2>,
-}
+/// The five queries on the device (H padded with the identity to the domain size).
+pub(crate) use super::paramgen::DeviceQueries as Queries;
 
 /// How to place parameters on a device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,12 +40,13 @@ pub enum Residency {
 
 /// Groth16 parameters prepared for one device's prover.
 ///
-/// Holds the host parameters (for the verifying key, the shape checks and, when streamed,
-/// the points) and, when resident, the device copies of the queries together with their
-/// reservation in the device's VRAM budget.
+/// Holds the verifying key and the queries' sizes, and either the device copies of the
+/// queries (resident, with their reservation in the device's VRAM budget; the host copy is
+/// released, so a caller that drops its own handle frees the host memory) or the host
+/// parameters (streamed).
 pub struct DeviceParameters {
     pub(crate) ordinal: usize,
-    pub(crate) host: Arc<PreparedParameters>,
+    pub(crate) vk: VerifyingKey,
     pub(crate) shape: Shape,
     pub(crate) store: Store,
     /// Held while the points are resident.
@@ -110,7 +105,7 @@ impl DeviceParameters {
             let store = upload(device, stream, &params)?;
             (store, reservation)
         } else {
-            (Store::Streamed, None)
+            (Store::Streamed(params.clone()), None)
         };
         let upload_ms = start.elapsed().as_secs_f64() * 1e3;
         tracing::info!(
@@ -122,11 +117,59 @@ impl DeviceParameters {
         );
         Ok(DeviceParameters {
             ordinal: device.ordinal(),
-            host: params,
+            vk: params.vk().clone(),
             shape,
             store,
             _reservation: reservation,
             upload_ms,
+        })
+    }
+
+    /// Parameters whose queries are already on `device` (made there by the GPU parameter
+    /// generator with `keep_on_device`): `params` gives the verifying key and the query
+    /// sizes, its host points are not used. With a `budget`, the points' bytes are reserved
+    /// in it for as long as they stay resident.
+    pub fn adopt(
+        device: &Device,
+        params: &crate::Parameters,
+        queries: Queries,
+        budget: Option<&Budget>,
+    ) -> Result<Self> {
+        let shape = Shape {
+            ic: params.vk.ic.len(),
+            h: params.h.len(),
+            l: params.l.len(),
+            a: params.a.len(),
+            b_g1: params.b_g1.len(),
+            b_g2: params.b_g2.len(),
+        };
+        let lens = [
+            (queries.h.len(), shape.h + 1),
+            (queries.l.len(), shape.l),
+            (queries.a.len(), shape.a),
+            (queries.b_g1.len(), shape.b_g1),
+            (queries.b_g2.len(), shape.b_g2),
+        ];
+        for (found, expected) in lens {
+            // Empty queries keep one spare point on the device.
+            if found != expected && !(expected == 0 && found <= 1) {
+                return Err(Error::ShapeMismatch {
+                    what: "device query size",
+                    expected,
+                    found,
+                });
+            }
+        }
+        let reservation = budget
+            .map(|b| b.try_reserve(query_bytes(&shape)))
+            .transpose()?;
+        Ok(DeviceParameters {
+            ordinal: device.ordinal(),
+            vk: params.vk.clone(),
+            shape,
+            store: Store::Resident(Box::new(queries)),
+            _reservation: reservation,
+            upload_ms: 0.0,
         })
     }
 
@@ -147,12 +190,7 @@ impl DeviceParameters {
 
     /// The verifying key.
     pub fn vk(&self) -> &VerifyingKey {
-        self.host.vk()
-    }
-
-    /// The host parameters.
-    pub fn host(&self) -> &Arc<PreparedParameters> {
-        &self.host
+        &self.vk
     }
 
     /// Ordinal of the device the parameters were placed on.

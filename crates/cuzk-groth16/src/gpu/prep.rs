@@ -1,17 +1,16 @@
 //! The CPU side of a GPU proof: one witness evaluated, checked and laid out in pinned host
 //! memory, ready for the device — a, b, c over the whole domain, the aux assignment (L) and
 //! the density-filtered scalars of A and B. Runs while the device proves the previous
-//! witness; the pinned buffers come from a pool and go back to it, so no proof pays for
-//! pinning or freeing.
+//! witness; the pinned buffers come from the device's pinned pool and go back to it, so no
+//! proof pays for pinning or freeing.
 
 use crate::error::{Error, Result};
 use crate::prover::{check_queries, check_witness, Shape};
-use cuzk_cuda::{Device, PinnedBuffer};
 use cuzk_field::{FrRepr, Scalar};
+use cuzk_mem::{PinnedPool, PooledPinned};
 use cuzk_synth::{Bitmap, Density, Pce, Witness};
 use rayon::prelude::*;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 /// Bits per compaction block: a multiple of 64, so blocks start on bitmap words.
@@ -30,108 +29,54 @@ pub(crate) struct Lengths {
     pub b: usize,
 }
 
-/// The pinned buffers of one witness.
+/// The pinned buffers of one witness, lent by the device's pinned pool (returned to it, not
+/// freed, when dropped).
 pub(crate) struct Buffers {
     pub lengths: Lengths,
-    pub abc: [PinnedBuffer<FrRepr>; 3],
-    pub aux: PinnedBuffer<FrRepr>,
-    pub a: PinnedBuffer<FrRepr>,
-    pub b: PinnedBuffer<FrRepr>,
+    pub abc: [PooledPinned<FrRepr>; 3],
+    pub aux: PooledPinned<FrRepr>,
+    pub a: PooledPinned<FrRepr>,
+    pub b: PooledPinned<FrRepr>,
 }
 
 impl Buffers {
-    fn new(device: &Device, lengths: Lengths) -> Result<Buffers> {
+    /// Takes a set from `pool`, waiting for earlier sets to come back if the pool is full
+    /// (the back-pressure that bounds how many witnesses are prepared ahead).
+    fn take(pool: &PinnedPool, lengths: Lengths) -> Result<Buffers> {
         // The driver refuses empty allocations: keep one spare element.
-        let alloc = |len: usize| device.alloc_pinned::<FrRepr>(len.max(1));
+        let take = |len: usize| pool.acquire_blocking::<FrRepr>(len.max(1), None);
         Ok(Buffers {
             lengths,
-            abc: [alloc(lengths.n)?, alloc(lengths.n)?, alloc(lengths.n)?],
-            aux: alloc(lengths.aux)?,
-            a: alloc(lengths.a)?,
-            b: alloc(lengths.b)?,
+            abc: [take(lengths.n)?, take(lengths.n)?, take(lengths.n)?],
+            aux: take(lengths.aux)?,
+            a: take(lengths.a)?,
+            b: take(lengths.b)?,
         })
-    }
-}
-
-/// Pinned witness buffers kept for reuse, at most `keep` sets.
-pub(crate) struct BufferPool {
-    free: Mutex<Vec<Buffers>>,
-    keep: usize,
-}
-
-impl BufferPool {
-    pub(crate) fn new(keep: usize) -> Arc<BufferPool> {
-        Arc::new(BufferPool {
-            free: Mutex::new(Vec::new()),
-            keep,
-        })
-    }
-
-    /// A set of the given lengths: a pooled one if any, else newly pinned (a miss).
-    fn take(&self, device: &Device, lengths: Lengths) -> Result<(Buffers, bool)> {
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = free.iter().position(|b| b.lengths == lengths) {
-            return Ok((free.swap_remove(i), true));
-        }
-        drop(free);
-        Ok((Buffers::new(device, lengths)?, false))
-    }
-
-    fn give(&self, buffers: Buffers) {
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        if free.len() >= self.keep {
-            // Keep the most recent sizes: the oldest set is unpinned.
-            free.remove(0);
-        }
-        free.push(buffers);
-    }
-
-    /// Unpins every idle set.
-    pub(crate) fn clear(&self) {
-        self.free
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
     }
 }
 
 /// One witness ready for the device (see the module docs). Returns its buffers to the
 /// prover's pool when dropped.
 pub struct PreparedWitness {
-    pub(crate) buffers: Option<Buffers>,
-    pool: Arc<BufferPool>,
+    pub(crate) buffers: Buffers,
     pub(crate) log_n: u32,
     pub(crate) shape: Shape,
     /// Milliseconds spent evaluating and checking a, b, c.
     pub eval_ms: f64,
     /// Milliseconds spent laying out the MSM scalars.
     pub scalars_ms: f64,
-    /// Whether the pinned buffers came from the pool.
-    pub pooled: bool,
 }
 
 impl fmt::Debug for PreparedWitness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreparedWitness")
             .field("log_n", &self.log_n)
-            .field("lengths", &self.buffers.as_ref().map(|b| b.lengths))
+            .field("lengths", &self.buffers.lengths)
             .finish_non_exhaustive()
     }
 }
 
-impl Drop for PreparedWitness {
-    fn drop(&mut self) {
-        if let Some(b) = self.buffers.take() {
-            self.pool.give(b);
-        }
-    }
-}
-
 impl PreparedWitness {
-    pub(crate) fn buffers(&self) -> &Buffers {
-        self.buffers.as_ref().expect("present until dropped")
-    }
-
     /// Domain size.
     pub fn domain_size(&self) -> usize {
         1 << self.log_n
@@ -141,8 +86,7 @@ impl PreparedWitness {
 /// Checks `witness` against the parameters' shape and the PCE, evaluates and checks it into
 /// pinned buffers, and lays out the MSM scalars.
 pub(crate) fn prepare(
-    device: &Device,
-    pool: &Arc<BufferPool>,
+    pool: &PinnedPool,
     shape: &Shape,
     pce: &Pce,
     density: &Density,
@@ -163,7 +107,7 @@ pub(crate) fn prepare(
         a: shape.a,
         b: shape.b_g1,
     };
-    let (mut buffers, pooled) = pool.take(device, lengths)?;
+    let mut buffers = Buffers::take(pool, lengths)?;
 
     let start = Instant::now();
     let evaluated = {
@@ -177,7 +121,6 @@ pub(crate) fn prepare(
         pce.evaluate_checked_into(witness, a, b, c)
     };
     if let Err(e) = evaluated {
-        pool.give(buffers);
         return Err(match e {
             cuzk_synth::SynthError::Unsatisfied { index, .. } => Error::Unsatisfied { row: index },
             other => Error::Synthesis(other),
@@ -207,13 +150,11 @@ pub(crate) fn prepare(
     let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
 
     Ok(PreparedWitness {
-        buffers: Some(buffers),
-        pool: pool.clone(),
+        buffers,
         log_n: domain.log_size(),
         shape: *shape,
         eval_ms,
         scalars_ms,
-        pooled,
     })
 }
 

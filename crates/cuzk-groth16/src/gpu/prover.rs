@@ -11,7 +11,7 @@
 //! pinned memory, the a/b/c buffers freed → every MSM with its bases copied in chunks.
 
 use super::params::{DeviceParameters, Queries, Residency, Store};
-use super::prep::{prepare, BufferPool, PreparedWitness};
+use super::prep::{prepare, PreparedWitness};
 use super::stage::{HostPoint, Stager, STAGE_BYTES};
 use crate::error::{Error, Result};
 use crate::params::PreparedParameters;
@@ -19,7 +19,7 @@ use crate::proof::Proof;
 use crate::prover::{assemble, check_delta, Sums};
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
-use cuzk_mem::{Budget, Reservation};
+use cuzk_mem::{Budget, MemInfo, PinnedPool, PooledPinned, Reservation};
 use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars};
 use cuzk_msm::{MsmCurve, G1, G2};
 use cuzk_ntt::gpu::NttEngine;
@@ -33,6 +33,9 @@ use std::time::Instant;
 
 /// Device bytes an MSM may use for its work buffers when nothing else limits it.
 const DEFAULT_MSM_VRAM: u64 = 8 << 30;
+
+/// Upper bound of a prover's own pinned pool.
+const DEFAULT_PINNED_MAX: u64 = 64 << 30;
 
 /// Below this an MSM would run in so many chunks that the plan is not worth running.
 const MIN_MSM_VRAM: u64 = 256 << 20;
@@ -52,8 +55,13 @@ pub struct GpuProverConfig {
     /// Device bytes one MSM may use for work buffers (`None`: 8 GiB, less if the budget
     /// leaves less). Smaller values chunk the MSMs; the results are the same.
     pub msm_vram: Option<u64>,
-    /// Sets of pinned witness buffers kept for reuse.
-    pub pooled_witnesses: usize,
+    /// The device's pinned host pool, shared by its lanes (witness buffers are lent from it
+    /// and returned after the proof). `None`: the prover makes its own, of
+    /// [`GpuProverConfig::pinned_bytes`].
+    pub pinned_pool: Option<PinnedPool>,
+    /// Capacity of the prover's own pinned pool (`None`: half the host's memory, at most
+    /// 64 GiB); it bounds how many witnesses are prepared ahead.
+    pub pinned_bytes: Option<u64>,
     /// Device bytes of the chunk buffer (per group) through which streamed parameters pass.
     pub stream_chunk: u64,
 }
@@ -64,7 +72,8 @@ impl Default for GpuProverConfig {
             residency: Residency::Auto,
             budget: None,
             msm_vram: None,
-            pooled_witnesses: 3,
+            pinned_pool: None,
+            pinned_bytes: None,
             stream_chunk: CHUNK_BYTES,
         }
     }
@@ -152,7 +161,7 @@ pub struct GpuProver {
     ntt: NttEngine,
     msm: MsmEngine,
     config: GpuProverConfig,
-    pool: Arc<BufferPool>,
+    pool: PinnedPool,
     streaming: Mutex<Option<Streaming>>,
     turn: Mutex<()>,
 }
@@ -204,13 +213,23 @@ impl Marks {
 impl GpuProver {
     /// A prover on `device` (loads the kernels, makes its streams).
     pub fn new(device: &Device, config: GpuProverConfig) -> Result<Self> {
+        let pool = match &config.pinned_pool {
+            Some(p) => p.clone(),
+            None => {
+                let bytes = match config.pinned_bytes {
+                    Some(b) => b,
+                    None => (MemInfo::read()?.total / 2).min(DEFAULT_PINNED_MAX),
+                };
+                PinnedPool::new(device, bytes, None)
+            }
+        };
         Ok(GpuProver {
             device: device.clone(),
             stream: device.new_stream()?,
             copy: device.new_stream()?,
             ntt: NttEngine::new(device)?,
             msm: MsmEngine::new(device)?,
-            pool: BufferPool::new(config.pooled_witnesses.max(1)),
+            pool,
             config,
             streaming: Mutex::new(None),
             turn: Mutex::new(()),
@@ -258,14 +277,7 @@ impl GpuProver {
         witness: &Witness,
     ) -> Result<PreparedWitness> {
         let _span = tracing::debug_span!("gpu_prepare", aux = witness.aux.len()).entered();
-        prepare(
-            &self.device,
-            &self.pool,
-            &params.shape,
-            pce,
-            density,
-            witness,
-        )
+        prepare(&self.pool, &params.shape, pce, density, witness)
     }
 
     /// Proves one witness with randomness `r`, `s`: [`GpuProver::prepare`] then
@@ -383,7 +395,7 @@ impl GpuProver {
                 let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
                 let reservation = self.reserve(stage_bytes + msm_vram)?;
                 let config = self.msm_config(msm_vram);
-                let bufs = prepared.buffers();
+                let bufs = &prepared.buffers;
                 let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
                 let l_sum = marks.time(&self.stream, "msm_l", || {
                     self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
@@ -433,8 +445,8 @@ impl GpuProver {
                     b_g2: b_g2_sum,
                 }
             }
-            Store::Streamed => self.prove_streamed(
-                params,
+            Store::Streamed(host) => self.prove_streamed(
+                host,
                 prepared,
                 &mut marks,
                 &mut timings,
@@ -469,7 +481,7 @@ impl GpuProver {
     /// The streamed path (see the module docs).
     fn prove_streamed(
         &self,
-        params: &DeviceParameters,
+        host: &PreparedParameters,
         prepared: &mut PreparedWitness,
         marks: &mut Marks,
         timings: &mut ProofTimings,
@@ -477,16 +489,15 @@ impl GpuProver {
         msm_default: u64,
     ) -> Result<Sums> {
         let n = prepared.domain_size();
-        let host = &params.host;
         let reservation = self.reserve(stage_bytes)?;
         let upload = {
-            let bufs = prepared.buffers();
+            let bufs = &prepared.buffers;
             let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
             self.stream.wait(&upload.1)?;
             marks.time(&self.stream, "ntt", || self.h_step(&mut abc))?;
             // h back to the host, into a's pinned buffer (a is no longer needed there).
-            let bufs = prepared.buffers.as_mut().expect("present until dropped");
-            self.stream.copy_to_pinned(&abc[0], &mut bufs.abc[0])?;
+            self.stream
+                .copy_to_pinned(&abc[0], &mut prepared.buffers.abc[0])?;
             self.stream.synchronize()?;
             drop(abc);
             self.stream.synchronize()?;
@@ -507,7 +518,7 @@ impl GpuProver {
             *guard = Some(self.new_streaming()?);
         }
         let st = guard.as_mut().expect("made above");
-        let bufs = prepared.buffers();
+        let bufs = &prepared.buffers;
         let h_len = host.h().len();
         let h = marks.time(&self.stream, "msm_h", || {
             self.streamed(
@@ -624,11 +635,7 @@ impl GpuProver {
 
     /// Allocates a, b, c on the device and queues their upload on the copy stream; returns
     /// the buffers and the events around the copies.
-    fn upload_abc(
-        &self,
-        abc: &[PinnedBuffer<FrRepr>; 3],
-        n: usize,
-    ) -> Result<Uploaded> {
+    fn upload_abc(&self, abc: &[PooledPinned<FrRepr>; 3], n: usize) -> Result<Uploaded> {
         let (start, end) = (self.device.new_event()?, self.device.new_event()?);
         let mut dev = [
             self.copy.alloc::<FrRepr>(n)?,
@@ -710,9 +717,14 @@ impl GpuProver {
         }
     }
 
-    /// Frees the pooled pinned witness buffers and the cached device work buffers.
+    /// The pinned pool the prover's witness buffers come from.
+    pub fn pinned_pool(&self) -> &PinnedPool {
+        &self.pool
+    }
+
+    /// Frees the idle pinned witness buffers and the cached device work buffers.
     pub fn release_buffers(&self) {
-        self.pool.clear();
+        self.pool.trim();
         self.msm.release_workspaces();
         *self
             .streaming

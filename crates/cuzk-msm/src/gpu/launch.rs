@@ -112,6 +112,17 @@ impl Kernels {
     }
 }
 
+/// Threads that share one work item (a point) in the curve kernels: G2 holds each Fp2
+/// coordinate on a pair of adjacent lanes, c0 in the even and c1 in the odd one
+/// (`fp2_lane_t` in kernels/field/bls12_381.cuh), G1 a whole point per thread.
+fn lanes<C: MsmCurve>() -> usize {
+    if C::NAME == "g2" {
+        2
+    } else {
+        1
+    }
+}
+
 fn threads(n: usize, block: u32) -> LaunchConfig {
     let blocks = n.div_ceil(block as usize).max(1);
     LaunchConfig::linear(u32::try_from(blocks).expect("grid fits 32 bits"), block)
@@ -382,7 +393,8 @@ pub(super) fn reduce<C: MsmCurve>(
     };
     let dummy_view = dummy.slice(..);
     let m_in = m_view.as_ref().unwrap_or(&dummy_view);
-    let cfg = threads(levels[0], CURVE_BLOCK);
+    let lanes = lanes::<C>();
+    let cfg = threads(levels[0] * lanes, CURVE_BLOCK);
     match first {
         FirstLevel::Affine {
             keys,
@@ -415,7 +427,9 @@ pub(super) fn reduce<C: MsmCurve>(
             // bases.len() (checked by the engine before the chunk loop). Keys are below
             // buckets.len(): window-relative buckets of this pass, or 0 with key_div = u32::MAX
             // for the one-element ones buffer. It writes slots below 2·ceil(m / span) ≤
-            // 2·levels[0] ≤ out lengths (checked above) and m_out[0]; the grid covers levels[0].
+            // 2·levels[0] ≤ out lengths (checked above) and m_out[0]; the grid covers levels[0]
+            // work items of `lanes` threads each (CURVE_BLOCK is a multiple of 32, so no pair of
+            // lanes straddles a block).
             unsafe {
                 stream
                     .launch(&ck.level_affine)
@@ -444,7 +458,8 @@ pub(super) fn reduce<C: MsmCurve>(
             // const uint32_t* m_in, LevelParams p, xyzz_t<F>* buckets, uint32_t* out_keys,
             // xyzz_t<F>* out_pts, uint32_t* m_out)`. Without LEVEL_KEYS the key of entry i is
             // i / key_div, below buckets.len() by the caller's construction (segments of the
-            // pass's windows); pts is read below m ≤ m_max ≤ pts.len(); outputs as above.
+            // pass's windows); pts is read below m ≤ m_max ≤ pts.len(); outputs and grid as
+            // above.
             unsafe {
                 stream
                     .launch(&ck.level_xyzz)
@@ -493,8 +508,9 @@ pub(super) fn reduce<C: MsmCurve>(
         // SAFETY: the same kernel as above with LEVEL_KEYS | LEVEL_M_FROM_PTR: it reads
         // src_m[0] = 2·ceil(m_prev / span_prev) ≤ 2·levels[i−1] entries of src_keys and src_pts
         // (checked above), whose keys are keys of the first level (so below buckets.len()),
-        // and writes 2·ceil(m / SPAN_XYZZ) ≤ 2·levels[i] slots (checked above) and dst_m[0].
-        // Source and destination are different buffers.
+        // and writes 2·ceil(m / SPAN_XYZZ) ≤ 2·levels[i] slots (checked above) and dst_m[0];
+        // the grid covers levels[i] work items of `lanes` threads. Source and destination are
+        // different buffers.
         unsafe {
             stream
                 .launch(&ck.level_xyzz)
@@ -506,7 +522,7 @@ pub(super) fn reduce<C: MsmCurve>(
                 .buf_mut(dst_keys)
                 .buf_mut(dst_pts)
                 .buf_mut(dst_m)
-                .launch(threads(t, CURVE_BLOCK))
+                .launch(threads(t * lanes, CURVE_BLOCK))
         }?;
     }
     Ok(())
@@ -526,9 +542,10 @@ pub(super) fn bucket_sums<C: MsmCurve>(
     assert!(buckets.len() >= w_count as usize * nb as usize && out.len() >= segments);
     assert!(seg_log < 32 && nb.is_power_of_two() && seg_log <= nb.trailing_zeros());
     // SAFETY: `cuzk_msm_{g1,g2}_bucket_sums(const xyzz_t<F>* buckets, uint32_t w_count,
-    // uint32_t nb, uint32_t seg_log, xyzz_t<F>* out)`: thread t < w_count·(nb >> seg_log)
-    // reads 2^seg_log buckets of window t / segs, all below w_count·nb (checked above), and
-    // writes out[t] (out holds every segment, checked above).
+    // uint32_t nb, uint32_t seg_log, xyzz_t<F>* out)`: work item t < w_count·(nb >> seg_log)
+    // (`lanes` threads each, the grid covering all of them) reads 2^seg_log buckets of window
+    // t / segs, all below w_count·nb (checked above), and writes out[t] (out holds every
+    // segment, checked above).
     unsafe {
         stream
             .launch(&k.curve::<C>().bucket_sums)
@@ -537,7 +554,7 @@ pub(super) fn bucket_sums<C: MsmCurve>(
             .arg(&nb)
             .arg(&seg_log)
             .buf_mut(out)
-            .launch(threads(segments, CURVE_BLOCK))
+            .launch(threads(segments * lanes::<C>(), CURVE_BLOCK))
     }?;
     Ok(())
 }
