@@ -33,6 +33,10 @@ pub struct Args {
     /// A VRAM budget such as `16GiB`: parameters stream when they do not fit it.
     #[arg(long)]
     budget: Option<String>,
+    /// Capacity of the pinned host pool such as `24GiB` (default: half the host memory, at
+    /// most 64 GiB); it bounds how many witnesses are prepared ahead.
+    #[arg(long)]
+    pinned: Option<String>,
     /// Make the parameters on the GPU (kept resident for the prover) or on the CPU.
     #[arg(long, default_value = "gpu", value_parser = ["gpu", "cpu"])]
     paramgen: String,
@@ -89,6 +93,12 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     let config = GpuProverConfig {
         budget: budget.clone(),
         residency: Residency::Auto,
+        pinned_bytes: args
+            .pinned
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .context("parsing --pinned")?,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

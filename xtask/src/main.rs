@@ -44,7 +44,7 @@ enum Cmd {
     },
     /// Compile kernels/ (with the generated field code) into target/kernels/cuzk.fatbin.
     BuildKernels(kernels::BuildKernelsArgs),
-    /// Build target/bundle/: release GPU test binaries, cuzk-bench, the kernel image, run scripts.
+    /// Build target/bundle/: release GPU test binaries, cuzk-bench, cuzk-daemon, cuzk, the kernel image, run scripts.
     Bundle(bundle::BundleArgs),
 }
 

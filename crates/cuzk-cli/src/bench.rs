@@ -1,12 +1,17 @@
 //! `cuzk bench`: a load generator. Sends `jobs` requests with at most `c` in flight, for
-//! each `c` of a sweep, and reports per-phase times, s/proof and latency percentiles.
+//! each `c` of a sweep, and reports per-phase times, s/proof and latency percentiles, and
+//! from the daemon's metrics the GPU busy share per device, per-phase GPU times and the
+//! daemon's peak resident memory.
 
 use crate::client::{Client, Target};
 use crate::report::{sweep_table, Run, Sample};
 use crate::request::RequestSpec;
+use crate::scrape::{GpuUse, Scrape};
 use anyhow::{ensure, Result};
 use clap::Args;
-use cuzk_daemon::proto::{await_proof_response, ProveRequest, SubmitProofRequest};
+use cuzk_daemon::proto::{
+    await_proof_response, GetMetricsRequest, ProveRequest, SubmitProofRequest,
+};
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +32,10 @@ pub struct BenchArgs {
     /// Requests per concurrency level.
     #[arg(short = 'j', long = "jobs", default_value_t = 8)]
     pub jobs: usize,
+    /// At least this many requests per request slot at each level (`-j` is raised to
+    /// rounds × c), so that high concurrency levels reach a steady state; 0: `-j` alone.
+    #[arg(long, default_value_t = 0)]
+    pub rounds: usize,
     /// Skip the first, unmeasured request (which pays the circuit's setup).
     #[arg(long)]
     pub no_warmup: bool,
@@ -58,11 +67,13 @@ pub async fn run(target: &Target, args: &BenchArgs) -> Result<()> {
     let mut runs = Vec::new();
     let mut seed = 0;
     for &c in &args.concurrency {
-        let run = level(&client, &base, c, args.jobs, &mut seed).await;
+        let jobs = args.jobs.max(args.rounds.saturating_mul(c));
+        let run = level(&client, &base, c, jobs, &mut seed).await;
         crate::emit(&format!(
-            "\n{} (c={c})\n\n{}\n{}\n",
+            "\n{} (c={c})\n\n{}\n{}{}\n",
             spec.label(),
             run.phase_table(),
+            run.gpu_tables(),
             run.summary()
         ));
         runs.push(run);
@@ -99,6 +110,27 @@ async fn level(
     seed: &mut u64,
 ) -> Run {
     let gate = Arc::new(Semaphore::new(concurrency));
+    let before = metrics(client).await;
+    // The daemon's resident memory, sampled through the level.
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let sampler = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let mut peak: Option<f64> = None;
+            loop {
+                if let Some(rss) = metrics(&client)
+                    .await
+                    .and_then(|m| m.value("cuzk_process_resident_memory_bytes", &[]))
+                {
+                    peak = Some(peak.map_or(rss, |p: f64| p.max(rss)));
+                }
+                tokio::select! {
+                    _ = stopped.changed() => return peak,
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                }
+            }
+        }
+    });
     let started = Instant::now();
     let mut set = JoinSet::new();
     for _ in 0..jobs {
@@ -127,14 +159,37 @@ async fn level(
         );
     }
     progress.finish();
+    let wall = started.elapsed();
+    let _ = stop.send(true);
+    let rss_peak = sampler.await.ok().flatten();
+    let after = metrics(client).await;
     if let Some(e) = first_error {
         eprintln!("first failure: {e}");
     }
+    let gpu = match (before, after) {
+        (Some(before), Some(after)) => {
+            let mut u = GpuUse::between(&before, &after, wall.as_secs_f64());
+            u.rss_peak = rss_peak;
+            Some(u)
+        }
+        _ => None,
+    };
     Run {
         concurrency,
         samples,
-        wall: started.elapsed(),
+        wall,
+        gpu,
     }
+}
+
+/// The daemon's metrics now, if it answers GetMetrics.
+async fn metrics(client: &Client) -> Option<Scrape> {
+    let reply = client
+        .clone()
+        .get_metrics(GetMetricsRequest {})
+        .await
+        .ok()?;
+    Some(Scrape::parse(&reply.into_inner().prometheus_text))
 }
 
 /// Sends one request with Prove; the error text is empty on success.

@@ -5,6 +5,8 @@ mod bench;
 mod client;
 mod report;
 mod request;
+mod scrape;
+mod verify;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -58,6 +60,10 @@ enum Cmd {
         /// Where to write the verifying key (bellperson's encoding).
         #[arg(long)]
         vk_out: Option<PathBuf>,
+        /// Also verify the proofs here, against the returned verifying key and public inputs
+        /// computed from the request (built-in circuits); fails if any does not verify.
+        #[arg(long)]
+        verify: bool,
         #[command(flatten)]
         request: request::RequestSpec,
     },
@@ -77,8 +83,9 @@ fn main() -> Result<()> {
             Cmd::Prove {
                 out,
                 vk_out,
+                verify,
                 request,
-            } => prove(&target, request, out.as_ref(), vk_out.as_ref()).await,
+            } => prove(&target, request, out.as_ref(), vk_out.as_ref(), *verify).await,
             Cmd::Bench(args) => bench::run(&target, args).await,
         }
     })
@@ -197,6 +204,7 @@ async fn prove(
     spec: &request::RequestSpec,
     out: Option<&PathBuf>,
     vk_out: Option<&PathBuf>,
+    verify: bool,
 ) -> Result<()> {
     let spec = spec.resolve()?;
     if spec.is_empty() {
@@ -208,7 +216,7 @@ async fn prove(
         .client()
         .await?
         .prove(ProveRequest {
-            submit: Some(submit),
+            submit: Some(submit.clone()),
         })
         .await
         .context("Prove")?
@@ -223,6 +231,12 @@ async fn prove(
             r.error_message
         );
     }
+    let checked = if verify {
+        let n = verify::check(&submit, &r)?;
+        format!(", {n} verified here")
+    } else {
+        String::new()
+    };
     match out {
         Some(path) => {
             std::fs::write(path, &r.proof).with_context(|| format!("writing {}", path.display()))?
@@ -237,17 +251,20 @@ async fn prove(
             .with_context(|| format!("writing {}", path.display()))?;
     }
     eprintln!(
-        "job {}: {} proof(s) of {}{} in {} ms (queue {} ms, setup {} ms, synthesis {} ms, prove {} ms, verify {} ms; client {} ms)",
+        "job {}: {} proof(s) of {}{}{} in {} ms (queue {} ms, setup {} ms, synthesis {} ms, prepare {} ms, prove {} ms, verify {} ms; device {:?}; client {} ms)",
         r.job_id,
         r.partitions,
         r.circuit_key,
         if r.verified { ", verified" } else { "" },
+        checked,
         r.total_ms,
         r.queue_wait_ms,
         r.srs_load_ms,
         r.synthesis_ms,
+        r.prepare_ms,
         r.gpu_compute_ms,
         r.verify_ms,
+        r.devices,
         t.elapsed().as_millis()
     );
     Ok(())

@@ -1,5 +1,6 @@
 //! Summaries for `cuzk bench`: percentiles and the tables it prints.
 
+use crate::scrape::GpuUse;
 use std::time::Duration;
 
 /// One finished request as bench records it.
@@ -46,6 +47,8 @@ pub struct Run {
     pub samples: Vec<Sample>,
     /// First to last answer.
     pub wall: Duration,
+    /// What the daemon's metrics said about the level (`None` when they could not be read).
+    pub gpu: Option<GpuUse>,
 }
 
 impl Run {
@@ -97,6 +100,32 @@ impl Run {
         out
     }
 
+    /// The GPU tables of this run (per device, per phase), empty without GPUs.
+    pub fn gpu_tables(&self) -> String {
+        let Some(u) = self.gpu.as_ref().filter(|u| u.has_gpus()) else {
+            return String::new();
+        };
+        let mut out = String::from(
+            "| device | proofs | GPU busy share | occupied share |\n|---|---|---|---|\n",
+        );
+        for d in &u.devices {
+            out.push_str(&format!(
+                "| {} | {:.0} | {:.1}% | {:.1}% |\n",
+                d.device,
+                d.proofs,
+                100.0 * d.busy_share,
+                100.0 * d.occupied_share
+            ));
+        }
+        out.push_str("\n| GPU phase | ms per proof |\n|---|---|\n");
+        out.push_str(&format!("| prepare (CPU) | {:.1} |\n", u.prepare_ms));
+        for (phase, ms) in &u.phases {
+            out.push_str(&format!("| {phase} | {ms:.1} |\n"));
+        }
+        out.push('\n');
+        out
+    }
+
     /// One line: throughput and latency percentiles.
     pub fn summary(&self) -> String {
         let l = self.latencies();
@@ -114,15 +143,33 @@ impl Run {
     }
 }
 
-/// The table comparing concurrency levels.
+/// The table comparing concurrency levels; with GPU busy and occupied shares per device
+/// and the daemon's peak resident memory when its metrics report them.
 pub fn sweep_table(runs: &[Run]) -> String {
-    let mut out = String::from(
-        "| c | requests | proofs | failed | wall s | s/proof | p50 s | p95 s |\n|---|---|---|---|---|---|---|---|\n",
-    );
+    let gpus = runs
+        .iter()
+        .any(|r| r.gpu.as_ref().is_some_and(GpuUse::has_gpus));
+    let rss = runs
+        .iter()
+        .any(|r| r.gpu.as_ref().is_some_and(|u| u.rss_peak.is_some()));
+    let mut out =
+        String::from("| c | requests | proofs | failed | wall s | s/proof | p50 s | p95 s |");
+    let mut rule = String::from("|---|---|---|---|---|---|---|---|");
+    if gpus {
+        out.push_str(" GPU busy | GPU occupied |");
+        rule.push_str("---|---|");
+    }
+    if rss {
+        out.push_str(" RSS peak GiB |");
+        rule.push_str("---|");
+    }
+    out.push('\n');
+    out.push_str(&rule);
+    out.push('\n');
     for r in runs {
         let l = r.latencies();
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {:.2} | {:.3} | {:.2} | {:.2} |\n",
+            "| {} | {} | {} | {} | {:.2} | {:.3} | {:.2} | {:.2} |",
             r.concurrency,
             r.samples.len(),
             r.proofs(),
@@ -132,6 +179,17 @@ pub fn sweep_table(runs: &[Run]) -> String {
             percentile(&l, 0.5),
             percentile(&l, 0.95)
         ));
+        let u = r.gpu.clone().unwrap_or_default();
+        if gpus {
+            out.push_str(&format!(" {} | {} |", u.busy_text(), u.occupied_text()));
+        }
+        if rss {
+            match u.rss_peak {
+                Some(b) => out.push_str(&format!(" {:.1} |", b / f64::from(1 << 30))),
+                None => out.push_str(" - |"),
+            }
+        }
+        out.push('\n');
     }
     out
 }
@@ -162,6 +220,7 @@ mod tests {
             concurrency: 2,
             samples: vec![sample(100), sample(300), Sample::default()],
             wall: Duration::from_secs(2),
+            gpu: None,
         };
         assert_eq!(run.proofs(), 4);
         assert_eq!(run.failed(), 1);

@@ -160,9 +160,17 @@ impl RequestSpec {
     pub fn label(&self) -> String {
         match (&self.circuit, &self.proof_kind) {
             (Some(c), _) if c == "synthetic-porep" => {
-                let log = self.fields.get("log2_constraints").copied().unwrap_or(0);
                 let parts = self.fields.get("partitions").copied().unwrap_or(1);
-                format!("synthetic-porep 2^{log} ×{parts}")
+                match self.fields.get("num_constraints") {
+                    Some(&n) => {
+                        let domain = (n + 2).next_power_of_two().trailing_zeros();
+                        format!("synthetic-porep {n} constraints (domain 2^{domain}) ×{parts}")
+                    }
+                    None => {
+                        let log = self.fields.get("log2_constraints").copied().unwrap_or(0);
+                        format!("synthetic-porep 2^{log} ×{parts}")
+                    }
+                }
             }
             (Some(c), _) => c.clone(),
             (None, Some(k)) => k.clone(),

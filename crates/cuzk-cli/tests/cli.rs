@@ -1,5 +1,6 @@
 //! The `cuzk` binary against a daemon served in this process: wait-ready (and its
-//! timeout), status, prove to a file (the proof verifies), and a bench sweep.
+//! timeout), status, prove to a file (the proof verifies), prove --verify, and a bench sweep
+//! (with the daemon's resident memory from its metrics).
 
 use cuzk_circuits::Sha256Preimage;
 use cuzk_daemon::server::{self, Listeners};
@@ -114,9 +115,11 @@ fn wait_ready_status_and_prove() {
             request.to_str().unwrap(),
             "--field",
             "log2_constraints=8",
+            "--verify",
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("2 verified here"), "{}", text(&out));
     let hex = String::from_utf8_lossy(&out.stdout);
     assert_eq!(hex.trim().len(), 2 * 2 * Proof::SIZE, "two proofs in hex");
 
@@ -174,6 +177,7 @@ fn bench_sweeps_concurrency_and_reports_percentiles() {
         "p95",
         "sweep:",
         "| 2 | 3 | 3 | 0 |",
+        "RSS peak GiB",
         "3/3 done",
     ] {
         assert!(s.contains(needle), "missing {needle:?} in:\n{s}");

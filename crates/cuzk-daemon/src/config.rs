@@ -2,7 +2,8 @@
 //! validation into the settings the daemon runs with.
 
 use crate::error::ConfigError;
-use cuzk_mem::{parse_size, HostBudget};
+use cuzk_gpu::Residency;
+use cuzk_mem::{parse_size, HostBudget, VramPolicy};
 use cuzk_sched::SchedulerConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -22,6 +23,8 @@ pub struct Config {
     pub server: ServerSection,
     /// The prover backend.
     pub prover: ProverSection,
+    /// The CUDA backend.
+    pub cuda: CudaSection,
     /// The host memory budget.
     pub memory: MemorySection,
     /// Scheduler limits.
@@ -70,9 +73,11 @@ impl Default for ServerSection {
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProverSection {
-    /// `auto` or `cpu`.
+    /// `auto`, `cpu` or `cuda`.
     pub backend: String,
-    /// Lanes per device.
+    /// Device ordinals to use; empty: all.
+    pub devices: Vec<usize>,
+    /// Lanes per device; 0: the backend's default (1 on the CPU, 2 on a GPU).
     pub workers_per_device: usize,
     /// Self-verification.
     pub verify_proofs: bool,
@@ -82,8 +87,43 @@ impl Default for ProverSection {
     fn default() -> Self {
         ProverSection {
             backend: "auto".into(),
-            workers_per_device: 1,
+            devices: Vec::new(),
+            workers_per_device: 0,
             verify_proofs: true,
+        }
+    }
+}
+
+/// `[cuda]`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CudaSection {
+    /// `auto` (free memory at start minus `vram_margin`) or a size per device.
+    pub vram_budget: String,
+    /// What `vram_budget = "auto"` leaves free.
+    pub vram_margin: String,
+    /// `auto` or a size: one MSM's work buffers.
+    pub msm_vram: String,
+    /// `auto`, `resident` or `streamed`.
+    pub residency: String,
+    /// Evict parameters idle this long (seconds); 0: never.
+    pub idle_evict_secs: u64,
+    /// `auto` or a size: each device's pinned host pool.
+    pub pinned_memory: String,
+    /// `auto` (on the GPU, the CPU as fallback) or `cpu`.
+    pub paramgen: String,
+}
+
+impl Default for CudaSection {
+    fn default() -> Self {
+        CudaSection {
+            vram_budget: "auto".into(),
+            vram_margin: "512MiB".into(),
+            msm_vram: "auto".into(),
+            residency: "auto".into(),
+            idle_evict_secs: 0,
+            pinned_memory: "auto".into(),
+            paramgen: "auto".into(),
         }
     }
 }
@@ -165,10 +205,30 @@ pub struct Preload {
 /// Which prover backend to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendChoice {
-    /// Every GPU, or the CPU when there is none.
+    /// The CUDA backend when a driver reports at least one device, else the CPU.
     Auto,
     /// The CPU backend.
     Cpu,
+    /// The CUDA backend; start-up fails without a usable device.
+    Cuda,
+}
+
+/// The CUDA backend's settings, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaSettings {
+    /// How each device's VRAM budget is sized.
+    pub vram: VramPolicy,
+    /// One MSM's work allowance (`None`: 8 GiB, at most a quarter of the budget).
+    pub msm_vram: Option<u64>,
+    /// Where parameters live.
+    pub residency: Residency,
+    /// Idle eviction.
+    pub idle_evict: Option<Duration>,
+    /// Each device's pinned pool (`None`: a quarter of the host budget over the devices,
+    /// at most 64 GiB each).
+    pub pinned_memory: Option<u64>,
+    /// Parameters generated on the GPU (else the CPU).
+    pub gpu_paramgen: bool,
 }
 
 /// The configuration, checked and resolved into what the daemon uses.
@@ -186,8 +246,12 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// Backend.
     pub backend: BackendChoice,
-    /// Lanes per device.
-    pub workers_per_device: usize,
+    /// Device ordinals (empty: all).
+    pub devices: Vec<usize>,
+    /// Lanes per device (`None`: the backend's default).
+    pub workers_per_device: Option<usize>,
+    /// The CUDA backend's settings.
+    pub cuda: CudaSettings,
     /// Host budget policy.
     pub host_budget: HostBudget,
     /// Scheduler knobs.
@@ -246,6 +310,7 @@ impl Config {
             )
         })?;
         let auth_token = token(s)?;
+        let nonzero = |n: usize| (n > 0).then_some(n);
         for (key, addr) in [
             ("server.listen", Some(listen)),
             ("server.metrics_listen", metrics_listen),
@@ -265,21 +330,24 @@ impl Config {
         let backend = match self.prover.backend.as_str() {
             "auto" => BackendChoice::Auto,
             "cpu" => BackendChoice::Cpu,
+            "cuda" => BackendChoice::Cuda,
             other => {
                 return Err(invalid(
                     "prover.backend",
                     other,
-                    "must be \"auto\" or \"cpu\"",
+                    "must be \"auto\", \"cpu\" or \"cuda\"",
                 ))
             }
         };
-        if self.prover.workers_per_device == 0 {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(d) = self.prover.devices.iter().find(|&&d| !seen.insert(d)) {
             return Err(invalid(
-                "prover.workers_per_device",
-                "0",
-                "must be at least 1",
+                "prover.devices",
+                &format!("{:?}", self.prover.devices),
+                format!("names device {d} twice"),
             ));
         }
+        let cuda = self.cuda.settings()?;
         let m = &self.memory;
         let host_budget = match (m.host_budget.trim(), m.host_margin.trim()) {
             ("auto", "auto") => HostBudget::Auto,
@@ -294,7 +362,6 @@ impl Config {
                 "must be at least 1",
             ));
         }
-        let nonzero = |n: usize| (n > 0).then_some(n);
         let scheduler = SchedulerConfig {
             synthesis_workers: nonzero(q.synthesis_workers),
             lookahead: nonzero(q.lookahead),
@@ -313,11 +380,72 @@ impl Config {
             auth_token,
             shutdown_grace: Duration::from_secs(s.shutdown_grace_secs),
             backend,
-            workers_per_device: self.prover.workers_per_device,
+            devices: self.prover.devices.clone(),
+            workers_per_device: nonzero(self.prover.workers_per_device),
+            cuda,
             host_budget,
             scheduler,
             log_filter: self.log.filter.clone(),
             preload: self.preload.clone(),
+        })
+    }
+}
+
+impl CudaSection {
+    fn settings(&self) -> Result<CudaSettings, ConfigError> {
+        let auto_or_size = |key, text: &str| match text.trim() {
+            "auto" => Ok(None),
+            other => size(key, other).map(Some),
+        };
+        let margin = size("cuda.vram_margin", &self.vram_margin)?;
+        let vram = match auto_or_size("cuda.vram_budget", &self.vram_budget)? {
+            None => VramPolicy::Free { margin },
+            Some(0) => return Err(invalid("cuda.vram_budget", "0", "must be positive")),
+            Some(bytes) => VramPolicy::Fixed(bytes),
+        };
+        let msm_vram = auto_or_size("cuda.msm_vram", &self.msm_vram)?;
+        if matches!(msm_vram, Some(b) if b < 256 << 20) {
+            return Err(invalid(
+                "cuda.msm_vram",
+                &self.msm_vram,
+                "must be at least 256MiB",
+            ));
+        }
+        let residency = match self.residency.trim() {
+            "auto" => Residency::Auto,
+            "resident" => Residency::Resident,
+            "streamed" => Residency::Streamed,
+            other => {
+                return Err(invalid(
+                    "cuda.residency",
+                    other,
+                    "must be \"auto\", \"resident\" or \"streamed\"",
+                ))
+            }
+        };
+        let pinned_memory = auto_or_size("cuda.pinned_memory", &self.pinned_memory)?;
+        if pinned_memory == Some(0) {
+            return Err(invalid("cuda.pinned_memory", "0", "must be positive"));
+        }
+        let gpu_paramgen = match self.paramgen.trim() {
+            "auto" => true,
+            "cpu" => false,
+            other => {
+                return Err(invalid(
+                    "cuda.paramgen",
+                    other,
+                    "must be \"auto\" or \"cpu\"",
+                ))
+            }
+        };
+        Ok(CudaSettings {
+            vram,
+            msm_vram,
+            residency,
+            idle_evict: (self.idle_evict_secs > 0)
+                .then(|| Duration::from_secs(self.idle_evict_secs)),
+            pinned_memory,
+            gpu_paramgen,
         })
     }
 }
@@ -389,6 +517,7 @@ pub fn hex(text: &str) -> Result<Vec<u8>, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_mem::DEFAULT_VRAM_MARGIN;
 
     #[test]
     fn the_embedded_file_is_the_default() {
@@ -425,6 +554,11 @@ mod tests {
         assert!(err("[server]\nlisten = \"0.0.0.0:9820\"").contains("loopback"));
         assert!(err("[prover]\nbackend = \"tpu\"").contains("prover.backend"));
         assert!(err("[memory]\nhost_budget = \"lots\"").contains("memory.host_budget"));
+        assert!(err("[prover]\ndevices = [0, 0]").contains("prover.devices"));
+        assert!(err("[cuda]\nresidency = \"sometimes\"").contains("cuda.residency"));
+        assert!(err("[cuda]\nvram_budget = \"big\"").contains("cuda.vram_budget"));
+        assert!(err("[cuda]\nmsm_vram = \"1MiB\"").contains("cuda.msm_vram"));
+        assert!(err("[cuda]\nparamgen = \"tpu\"").contains("cuda.paramgen"));
         assert!(err("[server]\nlisten_on = 1").contains("listen_on"));
         let remote = "[server]\nlisten = \"0.0.0.0:9820\"\nauth_token = \"s3cret\"";
         let c = Config::parse(remote, Path::new("t.toml")).unwrap();
@@ -454,6 +588,54 @@ mod tests {
                 config.settings().unwrap();
             }
         }
+    }
+
+    #[test]
+    fn backend_and_cuda_keys_resolve() {
+        let s = Config::default().settings().unwrap();
+        assert_eq!(s.devices, Vec::<usize>::new());
+        assert_eq!(s.workers_per_device, None);
+        assert_eq!(
+            s.cuda,
+            CudaSettings {
+                vram: VramPolicy::Free {
+                    margin: DEFAULT_VRAM_MARGIN
+                },
+                msm_vram: None,
+                residency: Residency::Auto,
+                idle_evict: None,
+                pinned_memory: None,
+                gpu_paramgen: true,
+            }
+        );
+        let text = "[prover]\nbackend = \"cuda\"\ndevices = [1, 0]\nworkers_per_device = 3\n\
+                    [memory]\nhost_budget = \"64GiB\"\n\
+                    [cuda]\nvram_budget = \"16GiB\"\nmsm_vram = \"2GiB\"\nresidency = \"streamed\"\n\
+                    idle_evict_secs = 600\npinned_memory = \"24GiB\"\nparamgen = \"cpu\"\n";
+        let s = Config::parse(text, Path::new("t.toml"))
+            .unwrap()
+            .settings()
+            .unwrap();
+        assert_eq!(s.backend, BackendChoice::Cuda);
+        assert_eq!(s.devices, [1, 0]);
+        assert_eq!(s.workers_per_device, Some(3));
+        assert_eq!(s.host_budget, HostBudget::Fixed(64 << 30));
+        assert_eq!(
+            s.cuda,
+            CudaSettings {
+                vram: VramPolicy::Fixed(16 << 30),
+                msm_vram: Some(2 << 30),
+                residency: Residency::Streamed,
+                idle_evict: Some(Duration::from_secs(600)),
+                pinned_memory: Some(24 << 30),
+                gpu_paramgen: false,
+            }
+        );
+        let margin = Config::parse("[cuda]\nvram_margin = \"2GiB\"", Path::new("t.toml"))
+            .unwrap()
+            .settings()
+            .unwrap();
+        assert_eq!(margin.cuda.vram, VramPolicy::Free { margin: 2 << 30 });
     }
 
     #[test]

@@ -126,6 +126,17 @@ pub fn completed(job_id: &str, output: &JobOutput, verifying_key: Vec<u8>) -> Aw
         partitions: u32::try_from(output.proofs.len()).unwrap_or(u32::MAX),
         verify_ms: millis(t.verify),
         verified: output.verified,
+        prepare_ms: millis(t.prepare),
+        devices: {
+            let mut devices: Vec<u32> = t
+                .partitions
+                .iter()
+                .map(|p| u32::try_from(p.lane.device).unwrap_or(u32::MAX))
+                .collect();
+            devices.sort_unstable();
+            devices.dedup();
+            devices
+        },
     }
 }
 

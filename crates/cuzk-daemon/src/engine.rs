@@ -1,14 +1,13 @@
-//! The daemon's state behind the gRPC service: the scheduler, the job table, verifying
-//! keys, counters, and whether new work is still accepted.
+//! The daemon's state behind the gRPC service: the scheduler, the job table, counters, and
+//! whether new work is still accepted.
 
 use crate::convert::{self, completed, failed, submit_status, to_request};
 use crate::jobs::{Jobs, Outcome};
 use crate::metrics::Counters;
 use crate::proto::{await_proof_response, AwaitProofResponse, ProofKind, SubmitProofRequest};
 use cuzk_sched::{JobError, JobId, JobOutput, JobState, Scheduler};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tonic::Status;
@@ -21,8 +20,6 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Engine {
     scheduler: Arc<Scheduler>,
     jobs: Jobs,
-    /// Serialized verifying keys by circuit key: made once, returned with every proof.
-    vks: Mutex<HashMap<String, Arc<Vec<u8>>>>,
     counters: Counters,
     draining: AtomicBool,
 }
@@ -42,7 +39,6 @@ impl Engine {
         Engine {
             scheduler,
             jobs: Jobs::new(history),
-            vks: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             draining: AtomicBool::new(false),
         }
@@ -51,6 +47,11 @@ impl Engine {
     /// The scheduler.
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler
+    }
+
+    /// The scheduler, shared (for blocking calls moved off the async runtime).
+    pub fn scheduler_arc(&self) -> Arc<Scheduler> {
+        Arc::clone(&self.scheduler)
     }
 
     /// The job table.
@@ -131,7 +132,9 @@ impl Engine {
         let response = match &result {
             Ok(out) => {
                 self.counters.job(&out.timings);
-                let vk = self.verifying_key(&out.circuit_key);
+                let mut vk = Vec::new();
+                // Writing into a Vec cannot fail.
+                let _ = out.verifying_key.write(&mut vk);
                 tracing::info!(
                     job = id,
                     circuit = %out.circuit_key,
@@ -142,7 +145,7 @@ impl Engine {
                     total_ms = convert::millis(out.timings.total),
                     "job completed"
                 );
-                completed(&job_id, out, vk.as_ref().clone())
+                completed(&job_id, out, vk)
             }
             Err(error) => {
                 let age = self
@@ -156,23 +159,6 @@ impl Engine {
         };
         outcome.send_replace(Some(Arc::new(response)));
         self.jobs.finished(id);
-    }
-
-    /// The serialized verifying key of circuit `circuit_key` (empty if it is not set up).
-    fn verifying_key(&self, circuit_key: &str) -> Arc<Vec<u8>> {
-        let mut vks = self.vks.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(vk) = vks.get(circuit_key) {
-            return Arc::clone(vk);
-        }
-        let Some(setup) = self.scheduler.registry().cached(circuit_key) else {
-            return Arc::default();
-        };
-        let mut bytes = Vec::new();
-        // Writing into a Vec cannot fail.
-        let _ = setup.vk.write(&mut bytes);
-        let vk = Arc::new(bytes);
-        vks.insert(circuit_key.to_string(), Arc::clone(&vk));
-        vk
     }
 
     /// Waits for job `job_id`'s outcome, for at most `timeout` (`None`: until it is done).

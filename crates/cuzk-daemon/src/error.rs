@@ -62,6 +62,10 @@ pub enum StartError {
     #[error("host memory budget: {0}")]
     Memory(#[from] cuzk_mem::MemError),
 
+    /// The CUDA backend did not start (or its test fault plan is malformed).
+    #[error("CUDA backend: {0}")]
+    Backend(#[from] cuzk_gpu::GpuError),
+
     /// The scheduler did not start.
     #[error("scheduler: {0}")]
     Scheduler(#[from] cuzk_sched::StartError),

@@ -1,7 +1,7 @@
 //! Prometheus text for /metrics and GetMetrics: the scheduler's snapshot, job latencies,
 //! and RPC outcomes by method and code.
 
-use cuzk_sched::{JobTimings, MetricsSnapshot};
+use cuzk_sched::{DeviceStats, JobTimings, MetricsSnapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -19,8 +19,18 @@ struct Inner {
     /// Cumulative counts per bucket, then +Inf.
     latency: [u64; BUCKETS.len() + 1],
     latency_sum: f64,
-    phases: [Duration; 5],
+    phases: [Duration; 6],
 }
+
+/// Phase names of `cuzk_job_phase_seconds_total`, in [`Inner::phases`] order.
+const PHASES: [&str; 6] = [
+    "queue_wait",
+    "setup",
+    "synthesis",
+    "prepare",
+    "prove",
+    "verify",
+];
 
 /// What the daemon counts beyond the scheduler's snapshot.
 #[derive(Debug, Default)]
@@ -53,9 +63,16 @@ impl Counters {
         }
         inner.latency[BUCKETS.len()] += 1;
         inner.latency_sum += secs;
-        for (slot, d) in [t.queue_wait, t.setup, t.synthesis, t.prove, t.verify]
-            .into_iter()
-            .enumerate()
+        for (slot, d) in [
+            t.queue_wait,
+            t.setup,
+            t.synthesis,
+            t.prepare,
+            t.prove,
+            t.verify,
+        ]
+        .into_iter()
+        .enumerate()
         {
             inner.phases[slot] += d;
         }
@@ -253,6 +270,9 @@ impl Counters {
             line(o, name, &[], value);
         }
 
+        devices(o, m);
+        process(o);
+
         let inner = self.lock();
         metric(
             o,
@@ -283,10 +303,7 @@ impl Counters {
             "counter",
             "Time finished jobs spent per phase, summed over partitions.",
         );
-        for (phase, d) in ["queue_wait", "setup", "synthesis", "prove", "verify"]
-            .iter()
-            .zip(inner.phases)
-        {
+        for (phase, d) in PHASES.iter().zip(inner.phases) {
             line(
                 o,
                 "cuzk_job_phase_seconds_total",
@@ -309,6 +326,157 @@ impl Counters {
             );
         }
         out
+    }
+}
+
+/// Per-device figures of a GPU backend (nothing for the CPU backend).
+fn devices(o: &mut String, m: &MetricsSnapshot) {
+    if m.devices.is_empty() {
+        return;
+    }
+    let label = |d: &DeviceStats| d.ordinal.to_string();
+    metric(
+        o,
+        "cuzk_gpu_info",
+        "gauge",
+        "A GPU the backend uses: its ordinal, lane-layout index (lanes d<index>w<n>) and name.",
+    );
+    for d in &m.devices {
+        line(
+            o,
+            "cuzk_gpu_info",
+            &[
+                ("device", &label(d)),
+                ("index", &d.index.to_string()),
+                ("name", &d.name),
+            ],
+            1.0,
+        );
+    }
+    type Get = fn(&DeviceStats) -> f64;
+    let per_device: [(&str, &str, &str, Get); 12] = [
+        ("cuzk_gpu_proofs_total", "counter", "Proofs made on the GPU.", |d| d.proofs as f64),
+        ("cuzk_gpu_failures_total", "counter", "Proofs that failed on the GPU.", |d| d.failures as f64),
+        (
+            "cuzk_gpu_busy_seconds_total",
+            "counter",
+            "Kernel time of the GPU's proofs (NTT and MSMs), summed over its lanes; its rate is the GPU busy share (above 1 when lanes overlap).",
+            |d| d.busy.as_secs_f64(),
+        ),
+        (
+            "cuzk_gpu_occupied_seconds_total",
+            "counter",
+            "Wall time with at least one proof on the GPU.",
+            |d| d.occupied.as_secs_f64(),
+        ),
+        (
+            "cuzk_gpu_prepare_seconds_total",
+            "counter",
+            "CPU time preparing partitions for the GPU (a, b, c into pinned memory), summed.",
+            |d| d.prepare.as_secs_f64(),
+        ),
+        ("cuzk_gpu_vram_capacity_bytes", "gauge", "The GPU's VRAM budget.", |d| {
+            d.memory.as_ref().map_or(0.0, |m| m.capacity as f64)
+        }),
+        ("cuzk_gpu_vram_used_bytes", "gauge", "VRAM budget bytes reserved now.", |d| {
+            d.memory.as_ref().map_or(0.0, |m| m.used as f64)
+        }),
+        (
+            "cuzk_gpu_vram_high_water_bytes",
+            "gauge",
+            "Most VRAM budget bytes reserved at once.",
+            |d| d.memory.as_ref().map_or(0.0, |m| m.high_water as f64),
+        ),
+        ("cuzk_gpu_driver_free_bytes", "gauge", "Device memory the driver reports free.", |d| {
+            d.driver_free as f64
+        }),
+        ("cuzk_gpu_driver_total_bytes", "gauge", "Device memory in all.", |d| d.driver_total as f64),
+        ("cuzk_gpu_pinned_bytes", "gauge", "Host bytes the GPU's pinned pool holds now.", |d| {
+            d.pinned.as_ref().map_or(0.0, |m| m.used as f64)
+        }),
+        (
+            "cuzk_gpu_pinned_capacity_bytes",
+            "gauge",
+            "The GPU's pinned pool capacity.",
+            |d| d.pinned.as_ref().map_or(0.0, |m| m.capacity as f64),
+        ),
+    ];
+    for (name, kind, help, get) in per_device {
+        metric(o, name, kind, help);
+        for d in &m.devices {
+            line(o, name, &[("device", &label(d))], get(d));
+        }
+    }
+    metric(
+        o,
+        "cuzk_gpu_phase_seconds_total",
+        "counter",
+        "Time per proof phase on the GPU (eval, scalars, upload, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, assembly, free, prove), summed.",
+    );
+    for d in &m.devices {
+        for (phase, t) in &d.phases {
+            line(
+                o,
+                "cuzk_gpu_phase_seconds_total",
+                &[("device", &label(d)), ("phase", phase)],
+                t.as_secs_f64(),
+            );
+        }
+    }
+    metric(
+        o,
+        "cuzk_gpu_parameters_bytes",
+        "gauge",
+        "Parameters placed on a GPU: device bytes (0 when streamed from the host).",
+    );
+    for d in &m.devices {
+        for p in &d.parameters {
+            line(
+                o,
+                "cuzk_gpu_parameters_bytes",
+                &[
+                    ("device", &label(d)),
+                    ("circuit", &p.circuit_key),
+                    ("resident", if p.resident { "true" } else { "false" }),
+                    ("pinned", if p.pinned { "true" } else { "false" }),
+                ],
+                p.bytes as f64,
+            );
+        }
+    }
+}
+
+/// The daemon process's resident memory now and at its peak, from /proc/self/status.
+fn process(o: &mut String) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let kib = |key: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        let value: f64 = line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(value * 1024.0)
+    };
+    for (name, key, help) in [
+        (
+            "cuzk_process_resident_memory_bytes",
+            "VmRSS:",
+            "Resident memory of the daemon now.",
+        ),
+        (
+            "cuzk_process_resident_memory_peak_bytes",
+            "VmHWM:",
+            "The most resident memory of the daemon so far.",
+        ),
+    ] {
+        if let Some(v) = kib(key) {
+            metric(o, name, "gauge", help);
+            line(o, name, &[], v);
+        }
     }
 }
 

@@ -8,7 +8,8 @@ use crate::engine::Engine;
 use crate::error::StartError;
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::ProvingService;
-use cuzk_mem::Bytes;
+use cuzk_gpu::{FaultPlan, GpuBackend, GpuConfig, ParamgenChoice};
+use cuzk_mem::{Budget, Bytes};
 use cuzk_sched::{Backend, CpuBackend, Inputs, Registry, Scheduler};
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
@@ -67,10 +68,10 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = &'static str>,
 ) -> Result<(), StartError> {
-    let budget = settings.host_budget.budget()?;
+    let (backend, budget) = backend(&settings)?;
     let scheduler = Arc::new(Scheduler::start(
         settings.scheduler.clone(),
-        backend(&settings),
+        backend,
         Registry::with_builtins(),
         budget,
     )?);
@@ -127,11 +128,18 @@ pub async fn run(
 
     // The listeners are bound and the server task is running: connections queue in the
     // kernel and are served from here on, so this is the moment to say so.
+    let gpus: Vec<String> = scheduler
+        .metrics()
+        .devices
+        .iter()
+        .map(|d| format!("{} {}", d.ordinal, d.name))
+        .collect();
     tracing::info!(
         address = %grpc_addr,
         metrics = %metrics_addr,
         backend = scheduler.backend_name(),
         lanes = %scheduler.lanes(),
+        gpus = ?gpus,
         budget = %Bytes(scheduler.budget().capacity()),
         parameters = ?scheduler.registry().cached_keys(),
         circuits = ?scheduler.registry().kind_names(),
@@ -182,13 +190,103 @@ pub async fn run(
     Ok(())
 }
 
-/// The prover backend for the configuration. This build has no GPU backend, so `auto`
-/// resolves to the CPU backend, as it would on a machine without a GPU.
-fn backend(settings: &Settings) -> Arc<dyn Backend> {
-    if settings.backend == BackendChoice::Auto {
-        tracing::info!("backend auto: no GPU backend in this build, proving on the CPU");
+/// Which backend `choice` resolves to, given what probing the driver found (the number of
+/// devices, or why there is no driver).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// The CPU backend, and why (for the log).
+    Cpu(String),
+    /// The CUDA backend.
+    Cuda,
+}
+
+/// Resolves the configured backend: `auto` is CUDA when the driver reports a device.
+pub fn resolve_backend(choice: BackendChoice, probe: Result<usize, String>) -> Resolved {
+    match (choice, probe) {
+        (BackendChoice::Cpu, _) => Resolved::Cpu("configured".into()),
+        (BackendChoice::Cuda, _) => Resolved::Cuda,
+        (BackendChoice::Auto, Ok(0)) => Resolved::Cpu("the CUDA driver reports no GPU".into()),
+        (BackendChoice::Auto, Ok(_)) => Resolved::Cuda,
+        (BackendChoice::Auto, Err(reason)) => {
+            Resolved::Cpu(format!("no usable CUDA driver ({reason})"))
+        }
     }
-    Arc::new(CpuBackend::with_lanes(1, settings.workers_per_device))
+}
+
+/// The prover backend for the configuration and the host budget partitions are admitted
+/// against (the host budget less the GPUs' pinned pools).
+fn backend(settings: &Settings) -> Result<(Arc<dyn Backend>, Budget), StartError> {
+    let host = settings.host_budget.capacity()?;
+    let probe = cuzk_cuda::device_count().map_err(|e| e.to_string());
+    let reason = match resolve_backend(settings.backend, probe.clone()) {
+        Resolved::Cpu(reason) => reason,
+        Resolved::Cuda => match gpu_backend(settings, host, probe.unwrap_or(0)) {
+            Ok(chosen) => return Ok(chosen),
+            Err(e) if settings.backend == BackendChoice::Auto => {
+                tracing::warn!(error = %e, "backend auto: the CUDA backend could not start");
+                format!("the CUDA backend could not start: {e}")
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    tracing::info!(backend = "cpu", reason = %reason, "proving on the CPU");
+    let budget = Budget::new("host", host);
+    tracing::info!(capacity = host, human = %Bytes(host), policy = ?settings.host_budget, "host memory budget");
+    let lanes = settings.workers_per_device.unwrap_or(1);
+    Ok((Arc::new(CpuBackend::with_lanes(1, lanes)), budget))
+}
+
+/// The CUDA backend, with its pinned pools taken out of the `host` bytes of the budget.
+fn gpu_backend(
+    settings: &Settings,
+    host: u64,
+    devices_found: usize,
+) -> Result<(Arc<dyn Backend>, Budget), StartError> {
+    let c = &settings.cuda;
+    let devices = if settings.devices.is_empty() {
+        devices_found
+    } else {
+        settings.devices.len()
+    };
+    let pinned = c
+        .pinned_memory
+        .unwrap_or_else(|| cuzk_gpu::sizes::default_pinned_bytes(host, devices));
+    let pinned_total = pinned.saturating_mul(devices as u64);
+    if pinned_total >= host {
+        return Err(StartError::Config(crate::ConfigError::Invalid {
+            key: "cuda.pinned_memory",
+            value: Bytes(pinned).to_string(),
+            reason: format!(
+                "× {devices} GPU(s) leaves nothing of the host budget ({}); lower it or raise memory.host_budget",
+                Bytes(host)
+            ),
+        }));
+    }
+    let config = GpuConfig {
+        devices: settings.devices.clone(),
+        workers_per_device: settings.workers_per_device.unwrap_or(2),
+        vram: c.vram,
+        msm_vram: c.msm_vram,
+        residency: c.residency,
+        idle_evict: c.idle_evict,
+        pinned_bytes: Some(pinned),
+        paramgen: if c.gpu_paramgen {
+            ParamgenChoice::Auto
+        } else {
+            ParamgenChoice::Cpu
+        },
+        faults: FaultPlan::from_env()?,
+    };
+    let backend = GpuBackend::new(config)?;
+    let left = host - backend.pinned_bytes();
+    tracing::info!(
+        capacity = left,
+        human = %Bytes(left),
+        pinned_pools = %Bytes(backend.pinned_bytes()),
+        policy = ?settings.host_budget,
+        "host memory budget"
+    );
+    Ok((Arc::new(backend), Budget::new("host", left)))
 }
 
 /// Sets up every `[[preload]]` circuit before ready, so that its first job pays no setup.
@@ -202,18 +300,21 @@ async fn preload(scheduler: &Arc<Scheduler>, settings: &Settings) -> Result<(), 
             bytes: hex(&p.input_hex).map_err(|e| failed(e.to_string()))?,
             fields: p.fields.clone(),
         };
-        let instance = scheduler
-            .registry()
-            .parse(&p.circuit, &inputs)
-            .map_err(|e| failed(e.to_string()))?;
-        let key = instance.circuit_key();
-        tracing::info!(circuit = %key, "preloading parameters");
-        let scheduler = Arc::clone(scheduler);
-        let made = tokio::task::spawn_blocking(move || scheduler.registry().setup(&*instance))
+        tracing::info!(circuit = %p.circuit, fields = ?p.fields, "preloading parameters");
+        let (scheduler, circuit) = (Arc::clone(scheduler), p.circuit.clone());
+        // Pinned: what the configuration preloads stays resident.
+        let made = tokio::task::spawn_blocking(move || scheduler.preload(&circuit, &inputs, true))
             .await
             .map_err(|e| failed(e.to_string()))?;
-        let (_, took) = made.map_err(|e| failed(e.to_string()))?;
-        tracing::info!(circuit = %key, took = ?took, "parameters loaded");
+        let report = made.map_err(|e| failed(e.to_string()))?;
+        tracing::info!(
+            circuit = %report.circuit_key,
+            setup = ?report.setup_time,
+            load = ?report.load_time,
+            devices = report.load.devices,
+            resident = report.load.resident,
+            "parameters loaded"
+        );
     }
     Ok(())
 }
@@ -231,4 +332,30 @@ fn too_large_is_exhausted<B>(mut response: http::Response<B>) -> http::Response<
         headers.insert("grpc-status", http::HeaderValue::from_static("8"));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_is_cuda_only_with_a_device() {
+        let cpu = |r: Resolved| matches!(r, Resolved::Cpu(_));
+        assert!(cpu(resolve_backend(BackendChoice::Auto, Ok(0))));
+        assert!(cpu(resolve_backend(
+            BackendChoice::Auto,
+            Err("no CUDA driver".into())
+        )));
+        assert_eq!(resolve_backend(BackendChoice::Auto, Ok(2)), Resolved::Cuda);
+        assert!(cpu(resolve_backend(BackendChoice::Cpu, Ok(8))));
+        assert_eq!(
+            resolve_backend(BackendChoice::Cuda, Err("x".into())),
+            Resolved::Cuda
+        );
+        let Resolved::Cpu(reason) = resolve_backend(BackendChoice::Auto, Err("libcuda".into()))
+        else {
+            unreachable!()
+        };
+        assert!(reason.contains("libcuda"));
+    }
 }

@@ -1,15 +1,17 @@
 //! cuzk.v1.ProvingEngine: each RPC of the wire interface mapped onto the engine, with its
 //! outcome counted by method and code.
 
+use crate::convert::submit_status;
 use crate::engine::{CancelOnDrop, Engine, VERSION};
 use crate::proto::proving_engine_server::ProvingEngine;
+use crate::proto::GpuStatus;
 use crate::proto::{
     srs_status, AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
     EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest,
     GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse,
     QueueStatus, SrsStatus, SubmitProofRequest, SubmitProofResponse,
 };
-use cuzk_sched::{JobId, JobState};
+use cuzk_sched::{JobId, JobState, PreloadError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,21 +57,62 @@ impl ProvingService {
                 _ => {}
             }
         }
-        let loaded_srs = scheduler
-            .registry()
-            .cached_keys()
-            .into_iter()
-            .map(|circuit_id| SrsStatus {
-                circuit_id,
-                tier: srs_status::Tier::Hot.into(),
-                size_bytes: 0,
-                ref_count: 0,
+        // Parameters on a device are HOT; set up but only on the host, WARM.
+        let mut loaded: BTreeMap<String, SrsStatus> = BTreeMap::new();
+        for circuit_id in scheduler.registry().cached_keys() {
+            let size_bytes = scheduler
+                .registry()
+                .cached(&circuit_id)
+                .map_or(0, |s| s.parameter_bytes());
+            loaded.insert(
+                circuit_id.clone(),
+                SrsStatus {
+                    circuit_id,
+                    tier: srs_status::Tier::Warm.into(),
+                    size_bytes,
+                    ref_count: 0,
+                },
+            );
+        }
+        for p in m.devices.iter().flat_map(|d| &d.parameters) {
+            let entry = loaded
+                .entry(p.circuit_key.clone())
+                .or_insert_with(|| SrsStatus {
+                    circuit_id: p.circuit_key.clone(),
+                    ..SrsStatus::default()
+                });
+            entry.tier = srs_status::Tier::Hot.into();
+            entry.ref_count += u32::try_from(p.in_use).unwrap_or(u32::MAX);
+        }
+        let loaded_srs = loaded.into_values().collect();
+        let kinds = self.engine.jobs().unfinished();
+        let gpus = m
+            .devices
+            .iter()
+            .map(|d| {
+                // The job on the device's first busy lane.
+                let job = m
+                    .lanes
+                    .iter()
+                    .filter(|l| l.lane.device == d.index)
+                    .find_map(|l| l.job);
+                let kind = job
+                    .and_then(|j| kinds.iter().find(|(id, _)| *id == j.0))
+                    .map(|(_, kind)| kind.clone())
+                    .unwrap_or_default();
+                GpuStatus {
+                    ordinal: u32::try_from(d.ordinal).unwrap_or(u32::MAX),
+                    name: d.name.clone(),
+                    vram_total_bytes: d.driver_total,
+                    vram_free_bytes: d.driver_free,
+                    current_job_id: job.map(|j| j.0.to_string()).unwrap_or_default(),
+                    current_proof_kind: kind,
+                }
             })
             .collect();
         let p = &m.partitions;
         GetStatusResponse {
-            // The CPU backend has no GPUs to report.
-            gpus: Vec::new(),
+            gpus,
             loaded_srs,
             queues: queues.into_values().collect(),
             total_proofs_completed: m.jobs.succeeded,
@@ -169,20 +212,23 @@ impl ProvingEngine for ProvingService {
         request: Request<PreloadSrsRequest>,
     ) -> Result<Response<PreloadSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
-        let registry = self.engine.scheduler().registry();
-        let result = if registry.cached(&id).is_some() {
-            Ok(PreloadSrsResponse {
-                already_loaded: true,
-                load_time_ms: 0,
-            })
-        } else {
-            // Parameters are made per circuit shape, which a bare id does not fix.
-            Err(Status::unimplemented(format!(
-                "cannot preload {id:?} by id: a circuit's parameters are loaded by its first job \
-                 or by a [[preload]] entry in the configuration (loaded: {:?})",
-                registry.cached_keys()
-            )))
-        };
+        let scheduler = self.engine.scheduler_arc();
+        // Setting a circuit up can take minutes: off the async runtime.
+        let result =
+            match tokio::task::spawn_blocking(move || scheduler.preload_key(&id, true)).await {
+                Err(e) => Err(Status::internal(format!("the preload task failed: {e}"))),
+                Ok(Ok(report)) => Ok(PreloadSrsResponse {
+                    already_loaded: report.was_cached && report.load.already == report.load.devices,
+                    load_time_ms: u64::try_from((report.setup_time + report.load_time).as_millis())
+                        .unwrap_or(u64::MAX),
+                }),
+                Ok(Err(e)) => Err(match &e {
+                    PreloadError::UnknownKey { .. } => Status::not_found(e.to_string()),
+                    PreloadError::Submit(s) => submit_status(s),
+                    PreloadError::Setup(_) => Status::internal(e.to_string()),
+                    PreloadError::Load { .. } => Status::resource_exhausted(e.to_string()),
+                }),
+            };
         self.count("PreloadSRS", result)
     }
 
@@ -191,17 +237,15 @@ impl ProvingEngine for ProvingService {
         request: Request<EvictSrsRequest>,
     ) -> Result<Response<EvictSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
-        let registry = self.engine.scheduler().registry();
-        let result = if registry.cached(&id).is_none() {
-            Ok(EvictSrsResponse {
-                was_loaded: false,
-                freed_bytes: 0,
+        let scheduler = self.engine.scheduler_arc();
+        // Freeing device memory waits for the device.
+        let result = tokio::task::spawn_blocking(move || scheduler.evict(&id))
+            .await
+            .map(|r| EvictSrsResponse {
+                was_loaded: r.was_loaded,
+                freed_bytes: r.freed_bytes,
             })
-        } else {
-            Err(Status::unimplemented(format!(
-                "evicting loaded parameters ({id:?}) is not supported yet; restart the daemon to free them"
-            )))
-        };
+            .map_err(|e| Status::internal(format!("the evict task failed: {e}")));
         self.count("EvictSRS", result)
     }
 }

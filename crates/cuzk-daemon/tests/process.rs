@@ -203,3 +203,29 @@ fn a_restart_right_after_a_kill_binds_again() {
         assert_completed(&prove(&mut client, synthetic(8, 0, 1)).await);
     });
 }
+
+#[test]
+fn backend_auto_falls_back_to_the_cpu_and_cuda_without_a_gpu_fails_naming_it() {
+    if cuzk_cuda::cuda_available() {
+        // A GPU host resolves "auto" to the CUDA backend; the GPU tests of cuzk-gpu and
+        // run-e2e cover that side.
+        eprintln!("NOTE: a CUDA GPU is present: the no-GPU fallback cannot be observed here");
+        return;
+    }
+    let mut d = Launch::new(CONFIG).start();
+    let log = d.log_text();
+    assert!(log.contains("proving on the CPU"), "{log}");
+    assert!(log.contains("backend=\"cpu\""), "{log}");
+    d.signal(Signal::SIGTERM);
+    assert!(d.wait_exit(Duration::from_secs(30)).success());
+
+    let cuda = format!("{CONFIG}[prover]\nbackend = \"cuda\"\n");
+    let mut d = Launch::new(&cuda).spawn();
+    assert!(!d.wait_exit(Duration::from_secs(30)).success());
+    let log = d.log_text();
+    assert!(
+        log.contains("CUDA backend") && log.contains("no CUDA device"),
+        "{log}"
+    );
+    assert!(!log.contains(" ready "), "{log}");
+}

@@ -233,7 +233,11 @@ impl ParamCache {
         Ok(keys)
     }
 
-    fn load<C: Circuit<Scalar>>(&self, id: &CircuitId, blank: impl FnOnce() -> C) -> Result<CircuitKeys> {
+    fn load<C: Circuit<Scalar>>(
+        &self,
+        id: &CircuitId,
+        blank: impl FnOnce() -> C,
+    ) -> Result<CircuitKeys> {
         let span = tracing::info_span!("load_circuit", circuit = %id);
         let _enter = span.enter();
         let start = Instant::now();
@@ -327,7 +331,9 @@ impl ParamCache {
                     return Ok(pce);
                 }
                 // The file is only a cache of the circuit: record it again.
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "PCE file unusable; recording again"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "PCE file unusable; recording again")
+                }
             }
         }
         let start = Instant::now();
@@ -430,7 +436,10 @@ fn expected_digest(path: &Path, record: &Path, trust_generated: bool) -> Result<
             source: "cuzk generation record",
         });
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     match parameter_cache::get_parameter_data_from_id(name) {
         Some(data) => Ok(Expected {
             digest: data.digest.clone(),
@@ -479,7 +488,11 @@ fn read_params(path: &Path, expected: Option<Expected>) -> Result<Parameters> {
 
 fn check_shape(path: &Path, params: &Parameters, pce: &Pce) -> Result<()> {
     let checks = [
-        ("public inputs (ONE included)", pce.num_inputs, params.vk.ic.len()),
+        (
+            "public inputs (ONE included)",
+            pce.num_inputs,
+            params.vk.ic.len(),
+        ),
         ("aux variables (L query)", pce.num_aux, params.l.len()),
     ];
     for (what, expected, found) in checks {

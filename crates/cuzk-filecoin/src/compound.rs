@@ -65,7 +65,8 @@ where
     C: bellpepper_core::Circuit<Fr> + CircuitComponent + Send,
     CP: CompoundProof<'a, S, C>,
 {
-    let span = tracing::info_span!("prove_partitions", circuit = %id, partitions = vanilla_proofs.len());
+    let span =
+        tracing::info_span!("prove_partitions", circuit = %id, partitions = vanilla_proofs.len());
     let _enter = span.enter();
     let start = Instant::now();
     let circuit = || id.cache_id.clone();
@@ -88,33 +89,32 @@ where
         .collect::<Result<_>>()?;
 
     let synth_start = Instant::now();
-    let witnesses: Vec<Witness> = vanilla_proofs
-        .par_iter()
-        .enumerate()
-        .map(|(k, vanilla)| {
-            let c = CP::circuit(pub_in, Default::default(), vanilla, pub_params, Some(k)).map_err(
-                |e| Error::Circuit {
-                    circuit: circuit(),
-                    partition: k,
-                    message: chain(&e),
-                },
-            )?;
-            let w = keys
-                .pce
-                .synthesize_witness(Parallel(c))
-                .map_err(|source| Error::Synthesis {
-                    circuit: circuit(),
-                    partition: k,
-                    source,
+    let witnesses: Vec<Witness> =
+        vanilla_proofs
+            .par_iter()
+            .enumerate()
+            .map(|(k, vanilla)| {
+                let c = CP::circuit(pub_in, Default::default(), vanilla, pub_params, Some(k))
+                    .map_err(|e| Error::Circuit {
+                        circuit: circuit(),
+                        partition: k,
+                        message: chain(&e),
+                    })?;
+                let w = keys.pce.synthesize_witness(Parallel(c)).map_err(|source| {
+                    Error::Synthesis {
+                        circuit: circuit(),
+                        partition: k,
+                        source,
+                    }
                 })?;
-            check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
-                circuit: circuit(),
-                partition: k,
-                index,
-            })?;
-            Ok(w)
-        })
-        .collect::<Result<_>>()?;
+                check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
+                    circuit: circuit(),
+                    partition: k,
+                    index,
+                })?;
+                Ok(w)
+            })
+            .collect::<Result<_>>()?;
     let synthesis = synth_start.elapsed();
     tracing::info!(ms = synthesis.as_millis() as u64, "witnesses synthesized");
 

@@ -92,7 +92,9 @@ pub enum Error {
 
     /// The registered proof is of the wrong type for the request (e.g. a WindowPoSt proof
     /// type for a WinningPoSt request).
-    #[error("{kind} request with registered proof {registered_proof}, which is not a {kind} proof type")]
+    #[error(
+        "{kind} request with registered proof {registered_proof}, which is not a {kind} proof type"
+    )]
     WrongProofType {
         /// The proof requested.
         kind: ProofKind,

@@ -130,13 +130,22 @@ pub fn commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment>
     let expected_hash = match codec {
         FIL_COMMITMENT_UNSEALED => SHA2_256_TRUNC254_PADDED,
         FIL_COMMITMENT_SEALED => POSEIDON_BLS12_381_A2_FC1,
-        _ => return Err(bad(format!("codec {codec:#x} is not a Filecoin commitment"))),
+        _ => {
+            return Err(bad(format!(
+                "codec {codec:#x} is not a Filecoin commitment"
+            )))
+        }
     };
     if hash != expected_hash {
-        return Err(bad(format!("multihash {hash:#x}, expected {expected_hash:#x} for codec {codec:#x}")));
+        return Err(bad(format!(
+            "multihash {hash:#x}, expected {expected_hash:#x} for codec {codec:#x}"
+        )));
     }
     if len != 32 || rest.len() != 32 {
-        return Err(bad(format!("digest of {} bytes (announced {len}), expected 32", rest.len())));
+        return Err(bad(format!(
+            "digest of {} bytes (announced {len}), expected 32",
+            rest.len()
+        )));
     }
     let mut out = [0u8; 32];
     out.copy_from_slice(rest);
@@ -169,9 +178,18 @@ mod tests {
 
     #[test]
     fn registered_numbers_follow_the_chain() {
-        assert_eq!(registered_seal_proof(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
-        assert_eq!(registered_post_proof(13).unwrap(), RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
-        assert_eq!(registered_update_proof(3).unwrap(), RegisteredUpdateProof::StackedDrg32GiBV1);
+        assert_eq!(
+            registered_seal_proof(8).unwrap(),
+            RegisteredSealProof::StackedDrg32GiBV1_1
+        );
+        assert_eq!(
+            registered_post_proof(13).unwrap(),
+            RegisteredPoStProof::StackedDrgWindow32GiBV1_2
+        );
+        assert_eq!(
+            registered_update_proof(3).unwrap(),
+            RegisteredUpdateProof::StackedDrg32GiBV1
+        );
         assert!(matches!(
             registered_post_proof(15),
             Err(Error::UnknownRegisteredProof { value: 15, .. })
@@ -183,7 +201,10 @@ mod tests {
         // CIDv1, fil-commitment-sealed, poseidon-bls12_381-a2-fc1, 32 bytes.
         let mut cid = vec![0x01, 0x82, 0xe2, 0x03, 0x81, 0xe8, 0x02, 0x20];
         cid.extend_from_slice(&[7u8; 32]);
-        assert_eq!(commitment_from_cid("new_sealed_cid", &cid).unwrap(), [7u8; 32]);
+        assert_eq!(
+            commitment_from_cid("new_sealed_cid", &cid).unwrap(),
+            [7u8; 32]
+        );
         cid[1] = 0x81; // unsealed codec with the sealed hash
         assert!(matches!(
             commitment_from_cid("x", &cid),

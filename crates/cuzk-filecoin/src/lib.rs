@@ -126,7 +126,13 @@ pub fn window_post_partition(
     cache: &ParamCache,
 ) -> Result<Vec<u8>> {
     Prover::cpu(cache)
-        .window_post_partition(registered, randomness, prover_id, vanilla_proofs, partition_index)
+        .window_post_partition(
+            registered,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            partition_index,
+        )
         .map(|p| p.proof)
 }
 
@@ -140,6 +146,12 @@ pub fn snap_deals_update(
     cache: &ParamCache,
 ) -> Result<Vec<u8>> {
     Prover::cpu(cache)
-        .snap_deals_update(registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new)
+        .snap_deals_update(
+            registered,
+            vanilla_proofs,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+        )
         .map(|p| p.proof)
 }

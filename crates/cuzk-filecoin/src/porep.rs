@@ -37,12 +37,14 @@ struct CurioC1 {
 /// How far into the JSON the envelope's key is looked for: it is the envelope's second
 /// field, while a bare C1 output starts with `registered_proof` and never names it.
 const ENVELOPE_PROBE: usize = 1024;
+/// The envelope's key, quoted as it appears in the JSON.
+const ENVELOPE_KEY: &[u8] = b"\"Phase1Out\"";
 
 /// Decodes a C1 output: filecoin-proofs-api's `SealCommitPhase1Output` JSON, bare or inside
 /// Curio's `{"SectorNum", "Phase1Out", "SectorSize"}` envelope.
 pub fn decode_c1(json: &[u8]) -> Result<ApiC1> {
     let probe = &json[..json.len().min(ENVELOPE_PROBE)];
-    if !probe.windows(11).any(|w| w == b"\"Phase1Out\"") {
+    if !probe.windows(ENVELOPE_KEY.len()).any(|w| w == ENVELOPE_KEY) {
         let c1: ApiC1 = from_json(json)?;
         check_c1_size(&c1)?;
         return Ok(c1);
@@ -141,18 +143,39 @@ impl Prover<'_> {
         check_c1_size(&c1)?;
         let config = c1.registered_proof.as_v1_config();
         match c1.vanilla_proofs {
-            VanillaSealProof::StackedDrg2KiBV1(p) => {
-                self.seal_commit_phase2_v1::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
-            }
-            VanillaSealProof::StackedDrg8MiBV1(p) => {
-                self.seal_commit_phase2_v1::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
-            }
+            VanillaSealProof::StackedDrg2KiBV1(p) => self.seal_commit_phase2_v1::<SectorShape2KiB>(
+                &config,
+                c1_v1!(c1, p),
+                prover_id,
+                sector_id,
+            ),
+            VanillaSealProof::StackedDrg8MiBV1(p) => self.seal_commit_phase2_v1::<SectorShape8MiB>(
+                &config,
+                c1_v1!(c1, p),
+                prover_id,
+                sector_id,
+            ),
             VanillaSealProof::StackedDrg512MiBV1(p) => self
-                .seal_commit_phase2_v1::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+                .seal_commit_phase2_v1::<SectorShape512MiB>(
+                    &config,
+                    c1_v1!(c1, p),
+                    prover_id,
+                    sector_id,
+                ),
             VanillaSealProof::StackedDrg32GiBV1(p) => self
-                .seal_commit_phase2_v1::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+                .seal_commit_phase2_v1::<SectorShape32GiB>(
+                    &config,
+                    c1_v1!(c1, p),
+                    prover_id,
+                    sector_id,
+                ),
             VanillaSealProof::StackedDrg64GiBV1(p) => self
-                .seal_commit_phase2_v1::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id),
+                .seal_commit_phase2_v1::<SectorShape64GiB>(
+                    &config,
+                    c1_v1!(c1, p),
+                    prover_id,
+                    sector_id,
+                ),
         }
     }
 
@@ -165,7 +188,11 @@ impl Prover<'_> {
         prover_id: ProverId,
         sector_id: u64,
     ) -> Result<Proved> {
-        let span = tracing::info_span!("seal_commit_phase2", sector_id, sector_size = u64::from(config.sector_size));
+        let span = tracing::info_span!(
+            "seal_commit_phase2",
+            sector_id,
+            sector_size = u64::from(config.sector_size)
+        );
         let _enter = span.enter();
         let SealCommitPhase1Output {
             vanilla_proofs,
@@ -179,13 +206,12 @@ impl Prover<'_> {
         nonzero("comm_r", &comm_r)?;
         nonzero("seed", &seed)?;
         let comm_r_safe: <Tree::Hasher as Hasher>::Domain = safe("comm_r", &comm_r)?;
-        let comm_d_safe = DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|_| {
-            Error::InvalidCommitment {
+        let comm_d_safe =
+            DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|_| Error::InvalidCommitment {
                 name: "comm_d",
                 hex: hex(&comm_d),
                 reason: "not a canonical field element",
-            }
-        })?;
+            })?;
 
         let partitions = usize::from(config.partitions);
         let kind = ProofKind::PoRep;
@@ -208,7 +234,10 @@ impl Prover<'_> {
             _,
         >>::setup(&setup)
         .map_err(|e| setup_error(kind, e))?;
-        let per_partition = pub_params.vanilla_params.challenges.num_challenges_per_partition();
+        let per_partition = pub_params
+            .vanilla_params
+            .challenges
+            .num_challenges_per_partition();
         for (k, p) in vanilla_proofs.iter().enumerate() {
             if p.len() != per_partition {
                 return Err(Error::VanillaCount {
@@ -281,7 +310,10 @@ impl Prover<'_> {
                 return Err(Error::FilecoinProofs {
                     kind,
                     step: "NI-PoRep aggregation",
-                    message: format!("API version {} does not support NI-PoRep", config.api_version),
+                    message: format!(
+                        "API version {} does not support NI-PoRep",
+                        config.api_version
+                    ),
                 });
             }
             let output = SealCommitOutput {

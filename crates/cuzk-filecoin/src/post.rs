@@ -43,7 +43,13 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: &[Vec<u8>],
     ) -> Result<Proved> {
-        self.post_api(registered, Mode::Winning, randomness, prover_id, vanilla_proofs)
+        self.post_api(
+            registered,
+            Mode::Winning,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )
     }
 
     /// One WindowPoSt partition (Curio's `WINDOW_POST_PARTITION`): the vanilla proofs of the
@@ -74,7 +80,13 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: &[Vec<u8>],
     ) -> Result<Proved> {
-        self.post_api(registered, Mode::WindowAll, randomness, prover_id, vanilla_proofs)
+        self.post_api(
+            registered,
+            Mode::WindowAll,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )
     }
 
     fn post_api(
@@ -97,7 +109,16 @@ impl Prover<'_> {
         }
         let config = registered.as_v1_config();
         let size = u64::from(registered.sector_size());
-        crate::with_shape!(size, post_bytes, self, &config, mode, randomness, prover_id, vanilla_proofs)
+        crate::with_shape!(
+            size,
+            post_bytes,
+            self,
+            &config,
+            mode,
+            randomness,
+            prover_id,
+            vanilla_proofs
+        )
     }
 
     /// WinningPoSt from filecoin-proofs' vanilla proofs and PoSt configuration.
@@ -137,7 +158,13 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
     ) -> Result<Proved> {
-        self.post_v1(config, Mode::WindowAll, randomness, prover_id, vanilla_proofs)
+        self.post_v1(
+            config,
+            Mode::WindowAll,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+        )
     }
 
     fn post_v1<Tree: 'static + MerkleTreeTrait>(
@@ -185,11 +212,12 @@ impl Prover<'_> {
                         found: vanilla_proofs.len(),
                     });
                 }
-                let params = winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
-                    kind,
-                    step: "public parameter setup",
-                    message: chain(&e),
-                })?;
+                let params =
+                    winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
+                        kind,
+                        step: "public parameter setup",
+                        message: chain(&e),
+                    })?;
                 (params, None)
             }
             Mode::WindowAll | Mode::WindowPartition(_) => {
@@ -236,13 +264,12 @@ impl Prover<'_> {
         };
         let vp = &pub_params.vanilla_params;
         let circuit_proofs: Vec<VanillaProof<Tree>> = match mode {
-            Mode::WindowPartition(_) => vec![single_partition_vanilla_proofs(
-                config,
-                vp,
-                &pub_inputs,
-                &vanilla_proofs,
-            )
-            .map_err(rejected)?],
+            Mode::WindowPartition(_) => {
+                vec![
+                    single_partition_vanilla_proofs(config, vp, &pub_inputs, &vanilla_proofs)
+                        .map_err(rejected)?,
+                ]
+            }
             _ => partition_vanilla_proofs(
                 config,
                 vp,
@@ -286,17 +313,14 @@ impl Prover<'_> {
             >>::cache_identifier(vp),
             sector_size: u64::from(config.sector_size),
         };
-        prove_partitions::<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>(
-            self,
-            &id,
-            &pub_inputs,
-            &circuit_proofs,
-            vp,
-            |k| {
-                let (inputs, offset) = &verifier_inputs;
-                FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
-            },
-        )
+        prove_partitions::<
+            FallbackPoSt<'_, Tree>,
+            FallbackPoStCircuit<Tree>,
+            FallbackPoStCompound<Tree>,
+        >(self, &id, &pub_inputs, &circuit_proofs, vp, |k| {
+            let (inputs, offset) = &verifier_inputs;
+            FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
+        })
     }
 }
 

@@ -19,10 +19,9 @@ impl Ticker {
             .name("cuzk-progress".into())
             .spawn(move || loop {
                 match stopped.recv_timeout(every) {
-                    Err(RecvTimeoutError::Timeout) => tracing::info!(
-                        elapsed_s = start.elapsed().as_secs(),
-                        "still {what}"
-                    ),
+                    Err(RecvTimeoutError::Timeout) => {
+                        tracing::info!(elapsed_s = start.elapsed().as_secs(), "still {what}")
+                    }
                     // Stopped, or the owner is gone.
                     _ => return,
                 }

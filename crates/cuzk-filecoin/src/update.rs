@@ -58,19 +58,23 @@ impl Prover<'_> {
         comm_d_new: Commitment,
     ) -> Result<Proved> {
         let kind = ProofKind::SnapDeals;
-        let span = tracing::info_span!("snap_deals_update", sector_size = u64::from(config.sector_size));
+        let span = tracing::info_span!(
+            "snap_deals_update",
+            sector_size = u64::from(config.sector_size)
+        );
         let _enter = span.enter();
         nonzero("comm_r_old", &comm_r_old)?;
         nonzero("comm_r_new", &comm_r_new)?;
         nonzero("comm_d_new", &comm_d_new)?;
         let comm_r_old_safe = tree_r_domain("comm_r_old", &comm_r_old)?;
         let comm_r_new_safe = tree_r_domain("comm_r_new", &comm_r_new)?;
-        let comm_d_new_safe =
-            DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(|_| Error::InvalidCommitment {
+        let comm_d_new_safe = DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(|_| {
+            Error::InvalidCommitment {
                 name: "comm_d_new",
                 hex: hex(&comm_d_new),
                 reason: "not a canonical field element",
-            })?;
+            }
+        })?;
 
         let update = SectorUpdateConfig::from_porep_config(config);
         let partitions = usize::from(update.update_partitions);
@@ -96,12 +100,13 @@ impl Prover<'_> {
             partitions: Some(partitions),
             priority: false,
         };
-        let pub_params =
-            EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| Error::FilecoinProofs {
+        let pub_params = EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| {
+            Error::FilecoinProofs {
                 kind,
                 step: "public parameter setup",
                 message: chain(&e),
-            })?;
+            }
+        })?;
         let vp = &pub_params.vanilla_params;
         let id = CircuitId {
             kind,
@@ -111,18 +116,20 @@ impl Prover<'_> {
             >>::cache_identifier(vp),
             sector_size: u64::from(config.sector_size),
         };
-        prove_partitions::<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>, EmptySectorUpdateCompound<Tree>>(
-            self,
-            &id,
-            &public_inputs,
-            &vanilla_proofs,
-            vp,
-            |k| EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&public_inputs, vp, Some(k)),
-        )
+        prove_partitions::<
+            EmptySectorUpdate<Tree>,
+            EmptySectorUpdateCircuit<Tree>,
+            EmptySectorUpdateCompound<Tree>,
+        >(self, &id, &public_inputs, &vanilla_proofs, vp, |k| {
+            EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&public_inputs, vp, Some(k))
+        })
     }
 }
 
-fn tree_r_domain(name: &'static str, bytes: &Commitment) -> Result<<TreeRHasher as Hasher>::Domain> {
+fn tree_r_domain(
+    name: &'static str,
+    bytes: &Commitment,
+) -> Result<<TreeRHasher as Hasher>::Domain> {
     <TreeRHasher as Hasher>::Domain::try_from_bytes(bytes).map_err(|_| Error::InvalidCommitment {
         name,
         hex: hex(bytes),

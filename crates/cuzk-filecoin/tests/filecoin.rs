@@ -9,14 +9,14 @@ mod support;
 use anyhow::Result;
 use base64::Engine as _;
 use cuzk_filecoin::{
-    CachePolicy, CircuitId, DigestCheck, Error, ParamCache, ProofKind, Prover,
-    RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+    CachePolicy, CircuitId, DigestCheck, Error, ParamCache, ProofKind, Prover, RegisteredPoStProof,
+    RegisteredSealProof, RegisteredUpdateProof,
 };
 use filecoin_proofs::{
     encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
-    generate_single_vanilla_proof, merge_window_post_partition_proofs, verify_empty_sector_update_proof,
-    verify_window_post, verify_winning_post, PartitionSnarkProof, PrivateReplicaInfo,
-    PublicReplicaInfo, SectorUpdateConfig, SECTOR_SIZE_2_KIB,
+    generate_single_vanilla_proof, merge_window_post_partition_proofs,
+    verify_empty_sector_update_proof, verify_window_post, verify_winning_post, PartitionSnarkProof,
+    PrivateReplicaInfo, PublicReplicaInfo, SectorUpdateConfig, SECTOR_SIZE_2_KIB,
 };
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -64,7 +64,9 @@ fn filecoin_porep_c2_2kib_verify_seal() -> Result<()> {
 
 /// Seals a 2KiB sector through filecoin-proofs-api (the registered proof's own PoRep id) and
 /// returns its C1 output as the JSON Lotus/Curio send.
-fn api_c1_json(sector: u64) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
+fn api_c1_json(
+    sector: u64,
+) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
     use filecoin_proofs_api::seal as api;
     let rp = RegisteredSealProof::StackedDrg2KiBV1_1;
     let dir = temp_dir("api-sector-");
@@ -97,10 +99,19 @@ fn api_c1_json(sector: u64) -> Result<(filecoin_proofs_api::seal::SealCommitPhas
         PROVER_ID,
         sector_id,
         ticket,
-        &[info.clone()],
+        std::slice::from_ref(&info),
     )?;
     let p2 = api::seal_pre_commit_phase2(p1, &cache_dir, &sealed)?;
-    let c1 = api::seal_commit_phase1(&cache_dir, &sealed, PROVER_ID, sector_id, ticket, seed, p2, &[info])?;
+    let c1 = api::seal_commit_phase1(
+        &cache_dir,
+        &sealed,
+        PROVER_ID,
+        sector_id,
+        ticket,
+        seed,
+        p2,
+        &[info],
+    )?;
     let json = serde_json::to_vec(&c1)?;
     Ok((c1, json))
 }
@@ -108,7 +119,8 @@ fn api_c1_json(sector: u64) -> Result<(filecoin_proofs_api::seal::SealCommitPhas
 /// Curio's envelope: `{"SectorNum", "Phase1Out": base64(C1 JSON), "SectorSize"}`.
 fn curio_envelope(sector: u64, c1_json: &[u8], sector_size: u64) -> Vec<u8> {
     let b64 = base64::engine::general_purpose::STANDARD.encode(c1_json);
-    format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{sector_size}}}"#).into_bytes()
+    format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{sector_size}}}"#)
+        .into_bytes()
 }
 
 #[test]
@@ -145,7 +157,11 @@ fn filecoin_winning_post_2kib() -> Result<()> {
         &[sealed.sector_id],
         PROVER_ID,
     )?;
-    let replica = PrivateReplicaInfo::<Tree>::new(sealed.replica.clone(), sealed.comm_r, sealed.cache_dir.clone())?;
+    let replica = PrivateReplicaInfo::<Tree>::new(
+        sealed.replica.clone(),
+        sealed.comm_r,
+        sealed.cache_dir.clone(),
+    )?;
     let vanilla = generate_single_vanilla_proof::<Tree>(
         &config,
         sealed.sector_id,
@@ -157,7 +173,13 @@ fn filecoin_winning_post_2kib() -> Result<()> {
     let proof = cuzk_filecoin::winning_post(registered, &RANDOMNESS, PROVER_ID, &bytes, cache())?;
     assert_eq!(proof.len(), 192);
     let public = [(sealed.sector_id, PublicReplicaInfo::new(sealed.comm_r)?)];
-    assert!(verify_winning_post::<Tree>(&config, &RANDOMNESS, &public, PROVER_ID, &proof)?);
+    assert!(verify_winning_post::<Tree>(
+        &config,
+        &RANDOMNESS,
+        &public,
+        PROVER_ID,
+        &proof
+    )?);
 
     // The circuit's PCE was kept beside its parameters.
     let id = winning_circuit_id()?;
@@ -175,11 +197,18 @@ fn filecoin_window_post_2kib_two_partitions() -> Result<()> {
     let registered = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
     let config = registered.as_v1_config();
     let ids: Vec<SectorId> = sealed.iter().map(|s| s.sector_id).collect();
-    let challenges = generate_fallback_sector_challenges::<Tree>(&config, &RANDOMNESS, &ids, PROVER_ID)?;
+    let challenges =
+        generate_fallback_sector_challenges::<Tree>(&config, &RANDOMNESS, &ids, PROVER_ID)?;
     let mut vanilla = Vec::new();
     for s in &sealed {
-        let replica = PrivateReplicaInfo::<Tree>::new(s.replica.clone(), s.comm_r, s.cache_dir.clone())?;
-        let v = generate_single_vanilla_proof::<Tree>(&config, s.sector_id, &replica, &challenges[&s.sector_id])?;
+        let replica =
+            PrivateReplicaInfo::<Tree>::new(s.replica.clone(), s.comm_r, s.cache_dir.clone())?;
+        let v = generate_single_vanilla_proof::<Tree>(
+            &config,
+            s.sector_id,
+            &replica,
+            &challenges[&s.sector_id],
+        )?;
         vanilla.push(bincode::serialize(&v)?);
     }
     let public: BTreeMap<SectorId, PublicReplicaInfo> = sealed
@@ -190,18 +219,37 @@ fn filecoin_window_post_2kib_two_partitions() -> Result<()> {
     // Per partition, as Curio asks for them, merged as filecoin-proofs merges them.
     let mut partitions = Vec::new();
     for (p, chunk) in vanilla.chunks(config.sector_count).enumerate() {
-        let proof = cuzk_filecoin::window_post_partition(registered, &RANDOMNESS, PROVER_ID, chunk, p, cache())?;
+        let proof = cuzk_filecoin::window_post_partition(
+            registered,
+            &RANDOMNESS,
+            PROVER_ID,
+            chunk,
+            p,
+            cache(),
+        )?;
         assert_eq!(proof.len(), 192);
         partitions.push(PartitionSnarkProof(proof));
     }
     assert_eq!(partitions.len(), 2);
     let merged = merge_window_post_partition_proofs(partitions)?;
-    assert!(verify_window_post::<Tree>(&config, &RANDOMNESS, &public, PROVER_ID, &merged)?);
+    assert!(verify_window_post::<Tree>(
+        &config,
+        &RANDOMNESS,
+        &public,
+        PROVER_ID,
+        &merged
+    )?);
 
     // All partitions in one call.
     let whole = Prover::cpu(cache()).window_post(registered, &RANDOMNESS, PROVER_ID, &vanilla)?;
     assert_eq!(whole.partitions, 2);
-    assert!(verify_window_post::<Tree>(&config, &RANDOMNESS, &public, PROVER_ID, &whole.proof)?);
+    assert!(verify_window_post::<Tree>(
+        &config,
+        &RANDOMNESS,
+        &public,
+        PROVER_ID,
+        &whole.proof
+    )?);
     Ok(())
 }
 
@@ -219,7 +267,15 @@ fn filecoin_snap_deals_2kib() -> Result<()> {
     let new_replica = dir.path().join("replica");
     File::create(&new_replica)?.set_len(fs::metadata(&cc.replica)?.len())?;
     let (staged, infos) = stage(&porep, dir.path(), "new-data", &piece_bytes(99))?;
-    let encoded = encode_into::<Tree>(&config, &new_replica, &new_cache, &cc.replica, &cc.cache_dir, &staged, &infos)?;
+    let encoded = encode_into::<Tree>(
+        &config,
+        &new_replica,
+        &new_cache,
+        &cc.replica,
+        &cc.cache_dir,
+        &staged,
+        &infos,
+    )?;
     let vanilla = generate_partition_proofs::<Tree>(
         config,
         cc.comm_r,
@@ -230,7 +286,10 @@ fn filecoin_snap_deals_2kib() -> Result<()> {
         &new_replica,
         &new_cache,
     )?;
-    let bytes: Vec<Vec<u8>> = vanilla.iter().map(bincode::serialize).collect::<Result<_, _>>()?;
+    let bytes: Vec<Vec<u8>> = vanilla
+        .iter()
+        .map(bincode::serialize)
+        .collect::<Result<_, _>>()?;
 
     let proof = cuzk_filecoin::snap_deals_update(
         registered,
@@ -256,7 +315,10 @@ fn filecoin_c1_truncated_json_is_rejected() -> Result<()> {
     let (_, json) = api_c1_json(81)?;
     let cut = &json[..json.len() / 2];
     let err = cuzk_filecoin::seal_commit_phase2(cut, PROVER_ID, 81, cache()).unwrap_err();
-    assert!(matches!(err, Error::C1Json { len, .. } if len == cut.len()), "{err}");
+    assert!(
+        matches!(err, Error::C1Json { len, .. } if len == cut.len()),
+        "{err}"
+    );
     let err = cuzk_filecoin::seal_commit_phase2(b"{}", PROVER_ID, 81, cache()).unwrap_err();
     assert!(matches!(err, Error::C1Json { .. }), "{err}");
     Ok(())
@@ -269,7 +331,8 @@ fn filecoin_c1_sector_size_mismatch_is_rejected() -> Result<()> {
     let text = String::from_utf8(json)?;
     let relabelled = text.replacen("\"StackedDrg2KiBV1_1\"", "\"StackedDrg32GiBV1_1\"", 1);
     assert_ne!(text, relabelled);
-    let err = cuzk_filecoin::seal_commit_phase2(relabelled.as_bytes(), PROVER_ID, 82, cache()).unwrap_err();
+    let err = cuzk_filecoin::seal_commit_phase2(relabelled.as_bytes(), PROVER_ID, 82, cache())
+        .unwrap_err();
     assert!(
         matches!(err, Error::SectorSizeMismatch { expected, found, .. } if expected == 32 << 30 && found == 2048),
         "{err}"
@@ -277,7 +340,10 @@ fn filecoin_c1_sector_size_mismatch_is_rejected() -> Result<()> {
     // Curio's envelope announcing the wrong size.
     let envelope = curio_envelope(82, text.as_bytes(), 8 << 20);
     let err = cuzk_filecoin::seal_commit_phase2(&envelope, PROVER_ID, 82, cache()).unwrap_err();
-    assert!(matches!(err, Error::SectorSizeMismatch { found, .. } if found == 8 << 20), "{err}");
+    assert!(
+        matches!(err, Error::SectorSizeMismatch { found, .. } if found == 8 << 20),
+        "{err}"
+    );
     // Curio's envelope with a Phase1Out that is not base64.
     let bad = br#"{"SectorNum":82,"Phase1Out":"not base64!","SectorSize":2048}"#;
     let err = cuzk_filecoin::seal_commit_phase2(bad, PROVER_ID, 82, cache()).unwrap_err();
@@ -295,7 +361,10 @@ fn filecoin_c1_of_another_sector_is_rejected() -> Result<()> {
     assert_eq!(bare.registered_proof, c1.registered_proof);
 
     let err = cuzk_filecoin::seal_commit_phase2(&json, PROVER_ID, 84, cache()).unwrap_err();
-    assert!(matches!(err, Error::ReplicaIdMismatch { sector_id: 84, .. }), "{err}");
+    assert!(
+        matches!(err, Error::ReplicaIdMismatch { sector_id: 84, .. }),
+        "{err}"
+    );
     let mut other = PROVER_ID;
     other[0] ^= 1;
     let err = cuzk_filecoin::seal_commit_phase2(&json, other, 83, cache()).unwrap_err();
@@ -306,15 +375,51 @@ fn filecoin_c1_of_another_sector_is_rejected() -> Result<()> {
 #[test]
 fn filecoin_post_bad_vanilla_is_rejected() -> Result<()> {
     let registered = RegisteredPoStProof::StackedDrgWinning2KiBV1;
-    let err = cuzk_filecoin::winning_post(registered, &RANDOMNESS, PROVER_ID, &[vec![1, 2, 3]], cache())
-        .unwrap_err();
-    assert!(matches!(err, Error::VanillaDecode { index: 0, len: 3, .. }), "{err}");
+    let err = cuzk_filecoin::winning_post(
+        registered,
+        &RANDOMNESS,
+        PROVER_ID,
+        &[vec![1, 2, 3]],
+        cache(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::VanillaDecode {
+                index: 0,
+                len: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let window = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
-    let err = cuzk_filecoin::winning_post(window, &RANDOMNESS, PROVER_ID, &[], cache()).unwrap_err();
-    assert!(matches!(err, Error::WrongProofType { kind: ProofKind::WinningPost, .. }), "{err}");
+    let err =
+        cuzk_filecoin::winning_post(window, &RANDOMNESS, PROVER_ID, &[], cache()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::WrongProofType {
+                kind: ProofKind::WinningPost,
+                ..
+            }
+        ),
+        "{err}"
+    );
     // Randomness that is not a field element.
-    let err = cuzk_filecoin::winning_post(registered, &[0xff; 32], PROVER_ID, &[], cache()).unwrap_err();
-    assert!(matches!(err, Error::InvalidCommitment { name: "randomness", .. }), "{err}");
+    let err =
+        cuzk_filecoin::winning_post(registered, &[0xff; 32], PROVER_ID, &[], cache()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidCommitment {
+                name: "randomness",
+                ..
+            }
+        ),
+        "{err}"
+    );
     Ok(())
 }
 
@@ -323,7 +428,10 @@ fn winning_circuit_id() -> Result<CircuitId> {
     let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)?;
     Ok(CircuitId {
         kind: ProofKind::WinningPost,
-        cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp),
+        cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
+            FallbackPoStCircuit<Tree>,
+            _,
+        >>::cache_identifier(&pp),
         sector_size: SECTOR_SIZE_2_KIB,
     })
 }
@@ -331,7 +439,8 @@ fn winning_circuit_id() -> Result<CircuitId> {
 /// Loads the 2KiB WinningPoSt circuit from `cache`.
 fn load_winning(cache: &ParamCache) -> Result<(), Error> {
     let config = RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
-    let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config).expect("public params");
+    let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
+        .expect("public params");
     let id = winning_circuit_id().expect("circuit id");
     cache
         .circuit(&id, || FallbackPoStCompound::<Tree>::blank_circuit(&pp))
@@ -386,7 +495,10 @@ fn filecoin_corrupted_parameters_are_rejected() -> Result<()> {
         ..trusting
     };
     let err = load_winning(&ParamCache::with_policy(dir.path(), skipping)).unwrap_err();
-    assert!(matches!(&err, Error::Parameters { path, .. } if *path == params), "{err}");
+    assert!(
+        matches!(&err, Error::Parameters { path, .. } if *path == params),
+        "{err}"
+    );
     Ok(())
 }
 

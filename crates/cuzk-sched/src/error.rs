@@ -62,6 +62,8 @@ pub enum Phase {
     Setup,
     /// Witness synthesis.
     Synthesis,
+    /// The backend's preparation ahead of a lane.
+    Prepare,
     /// Proving.
     Prove,
     /// Self-verification.
@@ -73,6 +75,7 @@ impl fmt::Display for Phase {
         f.write_str(match self {
             Phase::Setup => "setup",
             Phase::Synthesis => "synthesis",
+            Phase::Prepare => "prepare",
             Phase::Prove => "prove",
             Phase::Verify => "verify",
         })
@@ -118,6 +121,21 @@ pub enum JobError {
         /// The synthesis error.
         #[source]
         source: SynthError,
+    },
+
+    /// The backend failed to prepare partition `partition` of job `job` for device
+    /// `device`.
+    #[error("{job}, partition {partition}: preparing for device {device} failed: {source}")]
+    Prepare {
+        /// The job.
+        job: JobId,
+        /// The partition.
+        partition: usize,
+        /// The device (an index of the backend's lane layout).
+        device: usize,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
     },
 
     /// The backend failed to prove partition `partition` of job `job` on lane `lane`.
@@ -167,9 +185,9 @@ pub enum JobError {
         job: JobId,
         /// The partition.
         partition: usize,
-        /// The verifier's error.
+        /// The verifier's error (boxed: it is large).
         #[source]
-        source: cuzk_groth16::Error,
+        source: Box<cuzk_groth16::Error>,
     },
 
     /// Memory for job `job` could not be reserved.
@@ -207,6 +225,7 @@ impl JobError {
             | JobError::DeadlineExceeded { job, .. }
             | JobError::Setup { job, .. }
             | JobError::Synthesis { job, .. }
+            | JobError::Prepare { job, .. }
             | JobError::Prove { job, .. }
             | JobError::Panicked { job, .. }
             | JobError::VerificationFailed { job, .. }
@@ -256,6 +275,36 @@ pub enum ControlError {
         job: JobId,
         /// How it finished.
         state: JobState,
+    },
+}
+
+/// Why parameters could not be preloaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PreloadError {
+    /// The circuit kind or its inputs were refused.
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+
+    /// No registered kind knows circuit key `circuit_key`, so it cannot be set up from the
+    /// key alone.
+    #[error("no registered circuit kind makes circuit {circuit_key:?} from its key alone")]
+    UnknownKey {
+        /// The key asked for.
+        circuit_key: String,
+    },
+
+    /// The circuit's PCE or parameters could not be made.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+
+    /// The backend could not place the parameters on its devices.
+    #[error("placing the parameters of {circuit_key} on the devices failed: {source}")]
+    Load {
+        /// The circuit.
+        circuit_key: String,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
     },
 }
 

@@ -2,7 +2,7 @@
 
 use crate::Lane;
 use cuzk_field::Scalar;
-use cuzk_groth16::Proof;
+use cuzk_groth16::{Proof, VerifyingKey};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -151,6 +151,8 @@ pub struct JobOutput {
     pub kind: String,
     /// The circuit (shape) it was proved for, the key of its parameters.
     pub circuit_key: String,
+    /// The verifying key of the parameters the proofs were made with.
+    pub verifying_key: VerifyingKey,
     /// One proof per partition, in partition order.
     pub proofs: Vec<Proof>,
     /// Each partition's public inputs (ONE not included), in partition order.
@@ -179,6 +181,9 @@ pub struct JobTimings {
     pub setup: Duration,
     /// Witness synthesis, all partitions.
     pub synthesis: Duration,
+    /// The backend's preparation ahead of a lane (for the CUDA backend: evaluating a, b, c
+    /// into pinned memory), all partitions; zero for the CPU backend.
+    pub prepare: Duration,
     /// Proving, all partitions.
     pub prove: Duration,
     /// Self-verification, all partitions.
@@ -200,7 +205,9 @@ pub struct PartitionTimings {
     pub memory_bytes: u64,
     /// Witness synthesis (setup excluded).
     pub synthesis: Duration,
-    /// Waiting, once synthesized, for a lane.
+    /// The backend's preparation ahead of a lane.
+    pub prepare: Duration,
+    /// Waiting, once synthesized (and prepared), for a lane.
     pub lane_wait: Duration,
     /// Proving.
     pub prove: Duration,
@@ -247,6 +254,9 @@ pub struct JobStatus {
     pub partitions_started: usize,
     /// Partitions proved.
     pub partitions_proved: usize,
+    /// The device the job is pinned to (an index of the backend's lane layout), once its
+    /// first partition has started.
+    pub device: Option<usize>,
     /// Time since submission (until it finished, for a finished job).
     pub age: Duration,
     /// Why it failed or was cancelled.

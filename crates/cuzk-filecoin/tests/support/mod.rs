@@ -24,14 +24,13 @@ pub const TEST_POREP_ID: [u8; 32] = [129; 32];
 
 /// A prover id that is a canonical field element (PoSt needs one).
 pub const PROVER_ID: ProverId = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 0,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+    27, 28, 29, 30, 31, 0,
 ];
 
 /// Randomness that is a canonical field element.
 pub const RANDOMNESS: [u8; 32] = [
-    9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6,
-    0,
+    9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 0,
 ];
 
 pub fn init_logs() {
@@ -122,7 +121,12 @@ pub fn piece_bytes(seed: u8) -> Vec<u8> {
 }
 
 /// Writes `data` as a staged sector file in `dir` and returns its piece infos.
-pub fn stage(config: &PoRepConfig, dir: &Path, name: &str, data: &[u8]) -> Result<(PathBuf, Vec<PieceInfo>)> {
+pub fn stage(
+    config: &PoRepConfig,
+    dir: &Path,
+    name: &str,
+    data: &[u8],
+) -> Result<(PathBuf, Vec<PieceInfo>)> {
     let size = config.unpadded_bytes_amount();
     let piece = dir.join(format!("{name}.piece"));
     File::create(&piece)?.write_all(data)?;

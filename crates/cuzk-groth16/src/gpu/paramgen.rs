@@ -165,13 +165,12 @@ pub fn generate_parameters_gpu_config(
     };
     // Staging buffers sized to the largest query of their kind, at most one chunk each.
     let s = &scalars;
-    let most_scalars = [s.h.len(), s.ic.len(), s.l.len(), s.a.len(), s.b.len()]
+    let largest = [s.h.len(), s.ic.len(), s.l.len(), s.a.len(), s.b.len()]
         .into_iter()
         .max()
         .unwrap_or(0);
-    let most_g1 = most_scalars;
-    gpu.scalar_stage = staging(device, most_scalars.min(STAGE_SCALARS))?;
-    gpu.g1_stage = staging(device, most_g1.min(stage_points::<G1>()))?;
+    gpu.scalar_stage = staging(device, largest.min(STAGE_SCALARS))?;
+    gpu.g1_stage = staging(device, largest.min(stage_points::<G1>()))?;
     gpu.g2_stage = staging(device, s.b.len().min(stage_points::<G2>()))?;
     gpu.compute.synchronize()?;
     timings.tables = t.elapsed();
@@ -284,6 +283,9 @@ impl HostCurve for G2 {
     }
 }
 
+/// A query's points on the host, and on the device when kept there.
+type Finished<C> = (Vec<<C as MsmCurve>::Affine>, Option<Bases<C>>);
+
 /// One query on its way through the device.
 struct Pending<C: MsmCurve> {
     section: Section,
@@ -341,18 +343,19 @@ impl Gpu {
         let began = self.device.new_event()?;
         let ended = self.device.new_event()?;
         self.compute.record(&began)?;
-        let view = on_device.slice(..len);
-        let points = if pad == 0 {
-            self.engine.mul_to_bases(&self.compute, table, &view)?
-        } else {
-            let mut buf = self.compute.alloc::<C::AffineRepr>(len + pad)?;
-            self.engine
-                .mul(&self.compute, table, &view, &mut buf.slice_mut(..len))?;
-            self.compute.zero(&mut buf.slice_mut(len..))?;
-            Bases::from_device(buf)
+        let points = {
+            let view = on_device.slice(..len);
+            if pad == 0 {
+                self.engine.mul_to_bases(&self.compute, table, &view)?
+            } else {
+                let mut buf = self.compute.alloc::<C::AffineRepr>(len + pad)?;
+                self.engine
+                    .mul(&self.compute, table, &view, &mut buf.slice_mut(..len))?;
+                self.compute.zero(&mut buf.slice_mut(len..))?;
+                Bases::from_device(buf)
+            }
         };
         self.compute.record(&ended)?;
-        drop(view);
         tracing::debug!(section = %section, len, "query queued on the device");
         Ok(Pending {
             section,
@@ -394,7 +397,7 @@ impl Gpu {
         &mut self,
         pending: Pending<C>,
         scalars: &[Scalar],
-    ) -> Result<(Vec<C::Affine>, Option<Bases<C>>)> {
+    ) -> Result<Finished<C>> {
         let t = Instant::now();
         let host = self.download(&pending.points, pending.len)?;
         self.download += t.elapsed();

@@ -52,8 +52,9 @@ pub struct GpuProverConfig {
     /// working set before allocating it, resident parameters reserve their points. `None`:
     /// unmetered (one lane owning the device).
     pub budget: Option<Budget>,
-    /// Device bytes one MSM may use for work buffers (`None`: 8 GiB, less if the budget
-    /// leaves less). Smaller values chunk the MSMs; the results are the same.
+    /// Device bytes one MSM may use for work buffers (`None`: under a budget 8 GiB or what
+    /// it leaves, without one whatever the driver reports free). Smaller values chunk the
+    /// MSMs; the results are the same.
     pub msm_vram: Option<u64>,
     /// The device's pinned host pool, shared by its lanes (witness buffers are lent from it
     /// and returned after the proof). `None`: the prover makes its own, of
@@ -694,9 +695,16 @@ impl GpuProver {
         Ok(v)
     }
 
+    /// The MSM configuration of a proof: the reserved allowance under a budget; without one
+    /// the configured figure, or the engine's own (what the driver reports free, less its
+    /// margin), since an unmetered lane owns the device.
     fn msm_config(&self, vram: u64) -> MsmConfig {
+        let allowance = match (&self.config.budget, self.config.msm_vram) {
+            (None, None) => None,
+            _ => Some(vram as usize),
+        };
         MsmConfig {
-            vram_allowance: Some(vram as usize),
+            vram_allowance: allowance,
             ..*self.msm.config()
         }
     }

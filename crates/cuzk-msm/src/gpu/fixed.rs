@@ -294,7 +294,12 @@ impl FixedBaseEngine {
         }
         let on_device = stream.upload(scalars)?;
         let mut points = stream.alloc::<C::AffineRepr>(scalars.len())?;
-        self.mul(stream, table, &on_device.as_view(), &mut points.as_view_mut())?;
+        self.mul(
+            stream,
+            table,
+            &on_device.as_view(),
+            &mut points.as_view_mut(),
+        )?;
         Ok(stream.download(&points)?)
     }
 }

@@ -4,11 +4,13 @@ mod cpu;
 
 pub use cpu::CpuBackend;
 
-use crate::Shape;
+use crate::{DeviceStats, Setup, Shape};
 use cuzk_field::Scalar;
-use cuzk_groth16::{PreparedParameters, Proof};
+use cuzk_groth16::{Parameters, PreparedParameters, Proof};
 use cuzk_synth::{Pce, Witness};
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 /// One worker lane: a device and one of its workers. Each lane proves one partition at a
 /// time, on a thread of its own.
@@ -71,8 +73,8 @@ impl fmt::Display for LaneLayout {
 pub struct ProveInput<'a> {
     /// The circuit's key, which a backend may use to keep its parameters resident.
     pub circuit_key: &'a str,
-    /// The parameters.
-    pub params: &'a PreparedParameters,
+    /// The parameters (shared: a backend may keep the `Arc` to place them on a device).
+    pub params: &'a Arc<PreparedParameters>,
     /// The circuit's recorded constraints.
     pub pce: &'a Pce,
     /// The assignments.
@@ -83,8 +85,116 @@ pub struct ProveInput<'a> {
     pub s: Scalar,
 }
 
+/// What [`Backend::prepare`] reads: one synthesized partition of a circuit.
+#[derive(Clone, Copy, Debug)]
+pub struct PrepareInput<'a> {
+    /// The circuit's key.
+    pub circuit_key: &'a str,
+    /// The parameters.
+    pub params: &'a Arc<PreparedParameters>,
+    /// The circuit's recorded constraints.
+    pub pce: &'a Pce,
+    /// The assignments.
+    pub witness: &'a Witness,
+}
+
+/// What [`Backend::prove_prepared`] needs besides the [`Prepared`] partition: the circuit
+/// and the randomness.
+#[derive(Clone, Copy, Debug)]
+pub struct ProvePreparedInput<'a> {
+    /// The circuit's key.
+    pub circuit_key: &'a str,
+    /// The parameters.
+    pub params: &'a Arc<PreparedParameters>,
+    /// The circuit's recorded constraints.
+    pub pce: &'a Pce,
+    /// The proof's randomness r.
+    pub r: Scalar,
+    /// The proof's randomness s.
+    pub s: Scalar,
+}
+
+/// A partition in a backend's own form, made by [`Backend::prepare`] on a synthesis worker
+/// for one device, before a lane of that device is free (for the CUDA backend: a, b, c
+/// evaluated into pinned memory). The scheduler only moves it to a lane of that device.
+pub struct Prepared {
+    device: usize,
+    inner: Box<dyn Any + Send>,
+}
+
+impl Prepared {
+    /// `value`, prepared for device `device` (an index of the backend's [`LaneLayout`]).
+    pub fn new<T: Any + Send>(device: usize, value: T) -> Prepared {
+        Prepared {
+            device,
+            inner: Box::new(value),
+        }
+    }
+
+    /// The device it was prepared for.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The backend's value, or `self` back if it is not a `T`.
+    pub fn downcast<T: Any>(self) -> Result<T, Prepared> {
+        match self.inner.downcast::<T>() {
+            Ok(value) => Ok(*value),
+            Err(inner) => Err(Prepared {
+                device: self.device,
+                inner,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Backend::load`] did with one circuit's parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Devices the parameters are placed on now.
+    pub devices: usize,
+    /// Devices where they were already placed before this call.
+    pub already: usize,
+    /// Whether they are resident (uploaded) on every device, rather than streamed.
+    pub resident: bool,
+    /// Device bytes they take on each device where resident.
+    pub bytes_per_device: u64,
+}
+
+/// What [`Backend::evict`] freed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictReport {
+    /// Whether the backend held anything for the circuit.
+    pub was_loaded: bool,
+    /// Device bytes freed (or freed once the proofs still using them end).
+    pub freed_bytes: u64,
+}
+
+/// Makes Groth16 parameters for a circuit none were supplied for: the registry calls it
+/// instead of the CPU generator (and falls back to the CPU generator when it fails).
+pub trait ParameterGenerator: Send + Sync + 'static {
+    /// A short name for logs, e.g. `gpu`.
+    fn name(&self) -> &str;
+
+    /// Fresh parameters (random toxic waste) for circuit `circuit_key`, recorded in `pce`.
+    /// The key lets a device backend keep what it made on a device for the circuit's proofs.
+    fn generate(&self, circuit_key: &str, pce: &Pce) -> Result<Parameters, BackendError>;
+}
+
 /// Something that turns a witness into a proof: the CPU prover here, the CUDA prover in
-/// the GPU crates. Called concurrently from every lane's thread.
+/// the GPU crates. Called concurrently from every lane's and synthesis worker's thread.
+///
+/// Only [`Backend::name`], [`Backend::lanes`] and [`Backend::prove`] are required; the
+/// other methods let a device backend prepare partitions ahead of its lanes, keep
+/// parameters resident, generate parameters and report per-device figures.
 pub trait Backend: Send + Sync + 'static {
     /// A short name for logs and metrics, e.g. `cpu`.
     fn name(&self) -> &str;
@@ -101,15 +211,70 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Proves one partition on `lane`.
     fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError>;
+
+    /// The CPU part of a proof that can run before a lane is free: called on a synthesis
+    /// worker right after the witness is made, for `device`, the device the partition's job
+    /// is pinned to. `Some` replaces the witness (which is then dropped) and goes to
+    /// [`Backend::prove_prepared`] on a lane of that device; `None` (the default) sends the
+    /// witness to [`Backend::prove`].
+    fn prepare(
+        &self,
+        device: usize,
+        input: &PrepareInput<'_>,
+    ) -> Result<Option<Prepared>, BackendError> {
+        let _ = (device, input);
+        Ok(None)
+    }
+
+    /// Proves a partition [`Backend::prepare`] made, on `lane` (always a lane of the
+    /// device it was prepared for). A backend whose `prepare` returns `Some` implements it.
+    fn prove_prepared(
+        &self,
+        lane: Lane,
+        input: &ProvePreparedInput<'_>,
+        prepared: Prepared,
+    ) -> Result<Proof, BackendError> {
+        let _ = (lane, input, prepared);
+        Err(BackendError::Failed {
+            backend: self.name().to_string(),
+            message: "this backend prepares nothing, so it proves no prepared partition".into(),
+        })
+    }
+
+    /// Places circuit `setup`'s parameters on every device ahead of its jobs (preloading);
+    /// `pin` keeps them from idle eviction. The default does nothing: the CPU proves from
+    /// the host parameters.
+    fn load(&self, setup: &Setup, pin: bool) -> Result<LoadReport, BackendError> {
+        let _ = (setup, pin);
+        Ok(LoadReport::default())
+    }
+
+    /// Drops what the backend holds for circuit `circuit_key` (device copies of its
+    /// parameters). Proofs still running keep what they use until they end.
+    fn evict(&self, circuit_key: &str) -> EvictReport {
+        let _ = circuit_key;
+        EvictReport::default()
+    }
+
+    /// A parameter generator to use instead of the CPU one (`None`, the default: the CPU).
+    fn parameter_generator(&self) -> Option<Arc<dyn ParameterGenerator>> {
+        None
+    }
+
+    /// Per-device figures (none for the CPU backend).
+    fn device_stats(&self) -> Vec<DeviceStats> {
+        Vec::new()
+    }
 }
 
 /// Why a backend could not prove.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The Groth16 prover rejected its inputs (a shape or parameter mismatch, an
-    /// unsatisfied constraint) or failed; the error names the offending value.
+    /// unsatisfied constraint) or failed; the error names the offending value. Boxed: with
+    /// its GPU variants the prover's error is large, and this one travels in every result.
     #[error(transparent)]
-    Prover(#[from] cuzk_groth16::Error),
+    Prover(Box<cuzk_groth16::Error>),
 
     /// Lane `lane` is not one of the backend's `layout`.
     #[error("lane {lane} is not one of this backend's {layout}")]
@@ -120,6 +285,19 @@ pub enum BackendError {
         layout: LaneLayout,
     },
 
+    /// Backend `backend` failed on device `device` (an index of its lane layout):
+    /// `source` says how (a device allocation, a kernel, the VRAM budget, …).
+    #[error("backend {backend}, device {device}: {source}")]
+    Device {
+        /// The backend's name.
+        backend: String,
+        /// The device's index.
+        device: usize,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// Backend `backend` failed: `message`.
     #[error("backend {backend}: {message}")]
     Failed {
@@ -128,6 +306,12 @@ pub enum BackendError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl From<cuzk_groth16::Error> for BackendError {
+    fn from(e: cuzk_groth16::Error) -> Self {
+        BackendError::Prover(Box::new(e))
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The setup cache: each circuit's PCE and parameters, made once and shared by its jobs.
 
 use super::Instance;
-use crate::Shape;
+use crate::{ParameterGenerator, Shape};
 use cuzk_groth16::{
     generate_parameters, prepare_verifying_key, Parameters, PreparedParameters,
     PreparedVerifyingKey, VerifyingKey,
@@ -18,8 +18,9 @@ pub struct Setup {
     pub circuit_key: String,
     /// The recorded constraints.
     pub pce: Pce,
-    /// The parameters, ready for proving.
-    pub params: PreparedParameters,
+    /// The parameters, ready for proving (shared, so that a device backend can place them
+    /// on its devices without copying them).
+    pub params: Arc<PreparedParameters>,
     /// The verifying key.
     pub vk: VerifyingKey,
     /// The verifying key, ready for verifying.
@@ -27,12 +28,29 @@ pub struct Setup {
     /// Whether the parameters were generated here (random toxic waste: good for tests and
     /// benchmarks only) rather than supplied.
     pub generated: bool,
+    /// What made them: `supplied`, `cpu`, or a backend's generator (`gpu`).
+    pub generator: String,
 }
 
 impl Setup {
     /// The circuit's exact shape.
     pub fn shape(&self) -> Shape {
         Shape::of(&self.pce)
+    }
+
+    /// Host bytes of the parameters' query points.
+    pub fn parameter_bytes(&self) -> u64 {
+        let p = &*self.params;
+        [
+            std::mem::size_of_val(p.h()),
+            std::mem::size_of_val(p.l()),
+            std::mem::size_of_val(p.a()),
+            std::mem::size_of_val(p.b_g1()),
+            std::mem::size_of_val(p.b_g2()),
+        ]
+        .iter()
+        .map(|&b| b as u64)
+        .sum()
     }
 }
 
@@ -66,9 +84,9 @@ pub enum SetupError {
     Generate {
         /// The circuit.
         circuit_key: String,
-        /// The generator's error.
+        /// The generator's error (boxed: it is large).
         #[source]
-        source: cuzk_groth16::Error,
+        source: Box<cuzk_groth16::Error>,
     },
 
     /// The parameters supplied for circuit `circuit_key` have `found` entries in `what`
@@ -140,6 +158,7 @@ impl SetupCache {
     pub(super) fn get_or_make(
         &self,
         instance: &dyn Instance,
+        generator: Option<&dyn ParameterGenerator>,
     ) -> Result<(Arc<Setup>, Duration), SetupError> {
         let start = Instant::now();
         let key = instance.circuit_key();
@@ -150,12 +169,31 @@ impl SetupCache {
         if let Some(setup) = guard.as_ref() {
             return Ok((Arc::clone(setup), start.elapsed()));
         }
-        let setup = Arc::new(self.make(key, instance)?);
+        let setup = Arc::new(self.make(key, instance, generator)?);
         *guard = Some(Arc::clone(&setup));
         Ok((setup, start.elapsed()))
     }
 
-    fn make(&self, circuit_key: String, instance: &dyn Instance) -> Result<Setup, SetupError> {
+    /// Forgets the setup of `key` and returns it, if it is made (a setup being made is left
+    /// alone). Jobs holding it keep it until they end.
+    pub(super) fn evict(&self, key: &str) -> Option<Arc<Setup>> {
+        let mut slots = lock(&self.slots);
+        let slot = Arc::clone(slots.get(key)?);
+        let setup = match slot.try_lock() {
+            Ok(guard) => guard.clone(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().clone(),
+            Err(TryLockError::WouldBlock) => None,
+        }?;
+        slots.remove(key);
+        Some(setup)
+    }
+
+    fn make(
+        &self,
+        circuit_key: String,
+        instance: &dyn Instance,
+        generator: Option<&dyn ParameterGenerator>,
+    ) -> Result<Setup, SetupError> {
         let span = tracing::info_span!("setup", circuit = %circuit_key);
         let _enter = span.enter();
         let start = Instant::now();
@@ -165,25 +203,21 @@ impl SetupCache {
         })?;
         let supplied = lock(&self.supplied).remove(&circuit_key);
         let generated = supplied.is_none();
-        let params = match supplied {
+        let (params, made_by) = match supplied {
             Some(params) => {
                 check_fit(&circuit_key, &pce, &params)?;
-                params
+                (params, "supplied".to_string())
             }
-            None => generate_parameters(&pce, &mut rand::rngs::OsRng).map_err(|source| {
-                SetupError::Generate {
-                    circuit_key: circuit_key.clone(),
-                    source,
-                }
-            })?,
+            None => generate(&circuit_key, &pce, generator)?,
         };
         let vk = params.vk.clone();
         let pvk = prepare_verifying_key(&vk);
-        let params = PreparedParameters::from(params);
+        let params = Arc::new(PreparedParameters::from(params));
         tracing::info!(
             constraints = pce.num_constraints,
             aux = pce.num_aux,
             generated,
+            generator = %made_by,
             ms = start.elapsed().as_millis() as u64,
             "circuit set up"
         );
@@ -194,8 +228,39 @@ impl SetupCache {
             vk,
             pvk,
             generated,
+            generator: made_by,
         })
     }
+}
+
+/// Fresh parameters from `generator` when there is one and it succeeds, else from the CPU
+/// generator; and the name of what made them.
+fn generate(
+    circuit_key: &str,
+    pce: &Pce,
+    generator: Option<&dyn ParameterGenerator>,
+) -> Result<(Parameters, String), SetupError> {
+    if let Some(g) = generator {
+        match g.generate(circuit_key, pce) {
+            Ok(params) => {
+                check_fit(circuit_key, pce, &params)?;
+                return Ok((params, g.name().to_string()));
+            }
+            Err(e) => tracing::warn!(
+                circuit = %circuit_key,
+                generator = g.name(),
+                error = %e,
+                "parameter generation failed; generating on the CPU instead"
+            ),
+        }
+    }
+    let params = generate_parameters(pce, &mut rand::rngs::OsRng).map_err(|source| {
+        SetupError::Generate {
+            circuit_key: circuit_key.to_string(),
+            source: Box::new(source),
+        }
+    })?;
+    Ok((params, "cpu".to_string()))
 }
 
 /// The cheap checks that supplied parameters belong to this circuit; the prover checks

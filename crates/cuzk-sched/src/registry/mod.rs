@@ -14,7 +14,7 @@ pub use inputs::InputError;
 pub use sha256::Sha256Kind;
 pub use synthetic::SyntheticPoRepKind;
 
-use crate::{Inputs, Shape, SubmitError};
+use crate::{Inputs, ParameterGenerator, Shape, SubmitError};
 use cache::SetupCache;
 use cuzk_field::Scalar;
 use cuzk_groth16::Parameters;
@@ -32,6 +32,15 @@ pub trait CircuitKind: Send + Sync + 'static {
     /// Checks and reads `inputs`. Runs on the submitting thread, so it must be cheap: no
     /// synthesis, no parameter work.
     fn parse(&self, inputs: &Inputs) -> Result<Arc<dyn Instance>, InputError>;
+
+    /// An instance whose circuit key is `circuit_key`, if this kind makes such circuits and
+    /// the key alone fixes the shape (for preloading parameters by key, as `PreloadSRS`
+    /// asks). Its witnesses need not be meaningful: only its setup is used. The default:
+    /// `None`.
+    fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let _ = circuit_key;
+        None
+    }
 }
 
 /// One request's circuit: everything the scheduler asks of it. Calls may panic or fail;
@@ -74,6 +83,7 @@ pub enum RegistryError {
 pub struct Registry {
     kinds: BTreeMap<String, Arc<dyn CircuitKind>>,
     cache: SetupCache,
+    generator: Option<Arc<dyn ParameterGenerator>>,
 }
 
 impl Registry {
@@ -82,6 +92,7 @@ impl Registry {
         Registry {
             kinds: BTreeMap::new(),
             cache: SetupCache::default(),
+            generator: None,
         }
     }
 
@@ -142,10 +153,35 @@ impl Registry {
         self.cache.supply(circuit_key.into(), params);
     }
 
+    /// Generates parameters with `generator` (falling back to the CPU generator when it
+    /// fails) for circuits none were supplied for.
+    pub fn set_generator(&mut self, generator: Arc<dyn ParameterGenerator>) {
+        self.generator = Some(generator);
+    }
+
+    /// Whether a parameter generator other than the CPU one is set.
+    pub fn has_generator(&self) -> bool {
+        self.generator.is_some()
+    }
+
     /// The setup of `instance`'s circuit, made now if it is not cached (blocking: recording
     /// and parameter generation can take long), and the time it took to obtain.
     pub fn setup(&self, instance: &dyn Instance) -> Result<(Arc<Setup>, Duration), SetupError> {
-        self.cache.get_or_make(instance)
+        self.cache.get_or_make(instance, self.generator.as_deref())
+    }
+
+    /// An instance of circuit `circuit_key` from the first kind that makes one from the key
+    /// alone ([`CircuitKind::instance_for_key`]).
+    pub fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        self.kinds
+            .values()
+            .find_map(|k| k.instance_for_key(circuit_key))
+    }
+
+    /// Forgets the cached setup of `circuit_key` and returns it (jobs holding it keep it
+    /// until they end; the next job of the circuit sets it up again).
+    pub fn evict(&self, circuit_key: &str) -> Option<Arc<Setup>> {
+        self.cache.evict(circuit_key)
     }
 
     /// The cached setup of circuit `circuit_key`, if made.
@@ -164,6 +200,7 @@ impl fmt::Debug for Registry {
         f.debug_struct("Registry")
             .field("kinds", &self.kind_names())
             .field("cached", &self.cached_keys())
+            .field("generator", &self.generator.as_ref().map(|g| g.name()))
             .finish()
     }
 }

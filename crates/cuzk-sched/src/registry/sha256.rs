@@ -34,6 +34,20 @@ impl CircuitKind for Sha256Kind {
             circuit: Sha256Preimage::new(inputs.bytes.clone()),
         }))
     }
+
+    /// `sha256-preimage-<n>B`: the circuit of any preimage of n bytes (zeros stand in).
+    fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let len: usize = circuit_key
+            .strip_prefix("sha256-preimage-")?
+            .strip_suffix('B')?
+            .parse()
+            .ok()?;
+        (len <= MAX_PREIMAGE).then(|| {
+            Arc::new(Sha256Instance {
+                circuit: Sha256Preimage::new(vec![0; len]),
+            }) as Arc<dyn Instance>
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -86,6 +100,9 @@ mod tests {
         assert_eq!(instance.circuit_key(), "sha256-preimage-3B");
         assert_eq!(instance.partitions(), 1);
         assert_eq!(instance.public_inputs(0).len(), 2);
+        let by_key = Sha256Kind.instance_for_key("sha256-preimage-3B").unwrap();
+        assert_eq!(by_key.circuit_key(), "sha256-preimage-3B");
+        assert!(Sha256Kind.instance_for_key("sha256-preimage-3").is_none());
         let err = Sha256Kind
             .parse(&Inputs::from_bytes(vec![1]).with_field("seed", 1))
             .unwrap_err();

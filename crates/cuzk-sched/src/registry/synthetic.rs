@@ -10,14 +10,22 @@ use cuzk_synth::{Pce, SynthError, Witness};
 use std::sync::Arc;
 
 /// Fields the kind reads.
-const FIELDS: [&str; 3] = ["log2_constraints", "seed", "partitions"];
+const FIELDS: [&str; 4] = ["log2_constraints", "num_constraints", "seed", "partitions"];
 
-/// `synthetic-porep`: fields `log2_constraints` (required), `seed` (default 0) and
-/// `partitions` (default 1); no bytes. Partition i uses seed `seed + i`, so the partitions
-/// are distinct proofs of one circuit, as a PoRep's are.
+/// The prefix of the kind's circuit keys, `synthetic-porep-<constraints>`.
+const KEY_PREFIX: &str = "synthetic-porep-";
+
+/// `synthetic-porep`: the size as `log2_constraints` (2^k constraints) or
+/// `num_constraints` (exactly that many; one of the two is required), `seed` (default 0)
+/// and `partitions` (default 1); no bytes. Partition i uses seed `seed + i`, so the
+/// partitions are distinct proofs of one circuit, as a PoRep's are.
+///
+/// The QAP has one row per constraint plus one per public input (2), so 2^k constraints
+/// need a domain of 2^(k+1); `num_constraints = 2^k − 2` fills a domain of exactly 2^k, the
+/// shape of a real PoRep partition (which nearly fills 2^27).
 #[derive(Clone, Copy, Debug)]
 pub struct SyntheticPoRepKind {
-    /// Largest `log2_constraints` accepted.
+    /// Largest `log2_constraints` accepted (and 2^this the largest `num_constraints`).
     pub max_log2: u64,
     /// Most partitions accepted.
     pub max_partitions: u64,
@@ -47,13 +55,36 @@ impl CircuitKind for SyntheticPoRepKind {
     fn parse(&self, inputs: &Inputs) -> Result<Arc<dyn Instance>, InputError> {
         only_fields(inputs, &FIELDS)?;
         bytes_len(inputs, 0..=0)?;
-        let log2 = field(inputs, FIELDS[0], None, 1..=self.max_log2)?;
-        let seed = field(inputs, FIELDS[1], Some(0), 0..=u64::MAX)?;
-        let partitions = field(inputs, FIELDS[2], Some(1), 1..=self.max_partitions)?;
+        let by_log2 = inputs.fields.contains_key(FIELDS[0]);
+        let by_count = inputs.fields.contains_key(FIELDS[1]);
+        let constraints = match (by_log2, by_count) {
+            (true, true) => {
+                return Err(InputError::Invalid {
+                    reason: "give log2_constraints or num_constraints, not both".into(),
+                })
+            }
+            (false, true) => field(inputs, FIELDS[1], None, 1..=1u64 << self.max_log2)?,
+            // Absent both, this names log2_constraints as the missing field.
+            _ => 1 << field(inputs, FIELDS[0], None, 1..=self.max_log2)?,
+        };
+        let seed = field(inputs, FIELDS[2], Some(0), 0..=u64::MAX)?;
+        let partitions = field(inputs, FIELDS[3], Some(1), 1..=self.max_partitions)?;
         Ok(Arc::new(SyntheticInstance {
-            constraints: 1 << log2,
+            constraints: constraints as usize,
             seed,
             partitions: partitions as usize,
+        }))
+    }
+
+    fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let constraints: u64 = circuit_key.strip_prefix(KEY_PREFIX)?.parse().ok()?;
+        if !(1..=1u64 << self.max_log2).contains(&constraints) {
+            return None;
+        }
+        Some(Arc::new(SyntheticInstance {
+            constraints: constraints as usize,
+            seed: 0,
+            partitions: 1,
         }))
     }
 }
@@ -90,7 +121,9 @@ impl Instance for SyntheticInstance {
     }
 
     fn record(&self) -> Result<Pce, SynthError> {
-        Pce::record(self.circuit(0))
+        // Written from the known shape: what recording gives, without running the circuit
+        // through a recorder (at 2^24 constraints that takes minutes and many gigabytes).
+        Ok(self.circuit(0).pce())
     }
 
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
@@ -140,6 +173,28 @@ mod tests {
                 ..
             }
         ));
+        let exact = kind
+            .parse(&Inputs::default().with_field("num_constraints", (1 << 10) - 2))
+            .unwrap();
+        assert_eq!(exact.circuit_key(), "synthetic-porep-1022");
+        assert_eq!(exact.shape().domain_size(), 1 << 10);
+        assert!(matches!(
+            kind.parse(&inputs.clone().with_field("num_constraints", 5))
+                .unwrap_err(),
+            InputError::Invalid { .. }
+        ));
+        assert!(matches!(
+            kind.parse(&Inputs::default().with_field("num_constraints", (1 << 27) + 1))
+                .unwrap_err(),
+            InputError::OutOfRange {
+                field: "num_constraints",
+                ..
+            }
+        ));
+        let by_key = kind.instance_for_key("synthetic-porep-1022").unwrap();
+        assert_eq!(by_key.circuit_key(), "synthetic-porep-1022");
+        assert!(kind.instance_for_key("synthetic-porep-x").is_none());
+        assert!(kind.instance_for_key("sha256-preimage-3B").is_none());
         let with_bytes = Inputs {
             bytes: vec![1],
             ..inputs

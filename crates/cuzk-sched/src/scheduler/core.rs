@@ -1,25 +1,26 @@
 //! The scheduler's state under its one lock, and every move of a partition through it:
-//! admission (memory), synthesis, the ready queue, lanes, and the end of a job.
+//! admission (memory, the job's device), synthesis, the ready queue, lanes of the job's
+//! device, and the end of a job.
 
 use super::job::{Job, Order};
-use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask};
+use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask, Work};
 use crate::{
     JobCounts, JobError, JobId, JobState, JobStatus, Lane, LaneStats, PartitionCounts, Setup,
 };
 use cuzk_field::Scalar;
 use cuzk_mem::{Budget, MemError, Reservation};
-use cuzk_synth::Witness;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A synthesized partition waiting for a lane; it keeps its memory reserved.
+/// A synthesized partition waiting for a lane of its device; it keeps its memory reserved.
 pub(crate) struct Ready {
     job: JobId,
+    device: usize,
     setup: Arc<Setup>,
-    witness: Witness,
+    work: Work,
     public_inputs: Vec<Scalar>,
     reservation: Reservation,
 }
@@ -27,6 +28,7 @@ pub(crate) struct Ready {
 /// A lane's bookkeeping.
 pub(crate) struct LaneState {
     pub lane: Lane,
+    pub job: Option<JobId>,
     pub busy_since: Option<Instant>,
     pub busy: Duration,
     pub proofs: u64,
@@ -37,6 +39,9 @@ pub(crate) struct LaneState {
 pub(crate) struct Ctx<'a> {
     pub budget: &'a Budget,
     pub lookahead: usize,
+    /// Most partitions synthesizing or ready for one device, so that a device whose lanes
+    /// are busy cannot take the whole lookahead while another device idles.
+    pub device_lookahead: usize,
     pub synth_tx: &'a [Sender<SynthTask>],
     pub lane_tx: &'a [Sender<ProveTask>],
 }
@@ -51,6 +56,11 @@ pub(crate) struct Core {
     ready: BTreeMap<(Order, usize), Ready>,
     synthesizing: usize,
     proving: usize,
+    /// Partitions synthesizing, per device.
+    synthesizing_on: Vec<usize>,
+    /// Partitions of live jobs pinned to each device and not yet proved: the load that
+    /// decides where the next job goes.
+    pinned_on: Vec<usize>,
     idle_synth: VecDeque<usize>,
     idle_lanes: VecDeque<usize>,
     pub lanes: Vec<LaneState>,
@@ -73,18 +83,22 @@ impl Core {
         // on one.
         let mut idle_lanes: Vec<usize> = (0..lanes.len()).collect();
         idle_lanes.sort_by_key(|&i| (lanes[i].worker, lanes[i].device));
+        let devices = lanes.iter().map(|l| l.device + 1).max().unwrap_or(0);
         Core {
             jobs: HashMap::new(),
             waiting: BTreeSet::new(),
             ready: BTreeMap::new(),
             synthesizing: 0,
             proving: 0,
+            synthesizing_on: vec![0; devices],
+            pinned_on: vec![0; devices],
             idle_synth: (0..synth_workers).collect(),
             idle_lanes: idle_lanes.into(),
             lanes: lanes
                 .iter()
                 .map(|&lane| LaneState {
                     lane,
+                    job: None,
                     busy_since: None,
                     busy: Duration::ZERO,
                     proofs: 0,
@@ -148,6 +162,7 @@ impl Core {
                 LaneStats {
                     lane: l.lane,
                     busy: l.busy_since.is_some(),
+                    job: l.job,
                     busy_time,
                     proofs: l.proofs,
                     failures: l.failures,
@@ -184,13 +199,14 @@ impl Core {
     pub fn apply(&mut self, event: Event) {
         match event {
             Event::Wake => {}
-            Event::Synthesized(done) => self.on_synthesized(done),
+            Event::Synthesized(done) => self.on_synthesized(*done),
             Event::Proved(done) => self.on_proved(*done),
         }
     }
 
     fn on_synthesized(&mut self, done: SynthDone) {
         self.synthesizing -= 1;
+        self.synthesizing_on[done.device] -= 1;
         self.idle_synth.push_back(done.worker);
         self.synth_busy += done.busy;
         self.synth_partitions += 1;
@@ -201,8 +217,10 @@ impl Core {
         match done.outcome {
             Ok(s) => {
                 job.setup += s.setup_time;
+                job.setup_used.get_or_insert_with(|| Arc::clone(&s.setup));
                 let times = &mut job.times[done.partition];
                 times.synthesis = s.synthesis;
+                times.prepare = s.prepare;
                 times.ready_at = Some(Instant::now());
                 job.public_inputs[done.partition] = s.public_inputs.clone();
                 let key = (job.order(), done.partition);
@@ -210,8 +228,9 @@ impl Core {
                     key,
                     Ready {
                         job: done.job,
+                        device: done.device,
                         setup: s.setup,
-                        witness: s.witness,
+                        work: s.work,
                         public_inputs: s.public_inputs,
                         reservation: done.reservation,
                     },
@@ -227,6 +246,7 @@ impl Core {
         // Under the same lock as the count above: memory and count change together.
         drop(done.reservation);
         let lane = &mut self.lanes[done.lane];
+        lane.job = None;
         if let Some(since) = lane.busy_since.take() {
             lane.busy += now - since;
         }
@@ -246,6 +266,9 @@ impl Core {
                 job.times[done.partition].prove = done.prove;
                 job.times[done.partition].verify = done.verify;
                 job.proved += 1;
+                if let Some(device) = job.device {
+                    self.pinned_on[device] -= 1;
+                }
                 if job.proved == job.partitions {
                     self.finish(done.job, None);
                 }
@@ -254,18 +277,31 @@ impl Core {
         }
     }
 
-    /// Starts whatever can start: ready partitions onto idle lanes, then new partitions
-    /// into synthesis while the lookahead and the memory budget allow.
+    /// Starts whatever can start: ready partitions onto idle lanes of their device, then
+    /// new partitions into synthesis while the lookahead and the memory budget allow.
     pub fn pump(&mut self, ctx: &Ctx<'_>) {
         let now = Instant::now();
-        while !self.idle_lanes.is_empty() {
-            let Some(((_, partition), ready)) = self.ready.pop_first() else {
+        let keys: Vec<(Order, usize)> = self.ready.keys().copied().collect();
+        for key in keys {
+            if self.idle_lanes.is_empty() {
                 break;
+            }
+            let device = self.ready[&key].device;
+            // Oldest first among the idle lanes of the partition's own device: a job's
+            // partitions never leave its device.
+            let Some(slot) = self
+                .idle_lanes
+                .iter()
+                .position(|&i| self.lanes[i].lane.device == device)
+            else {
+                continue;
             };
+            let ready = self.ready.remove(&key).expect("key listed above");
+            let partition = key.1;
             let Some(job) = self.jobs.get_mut(&ready.job) else {
                 continue;
             };
-            let index = self.idle_lanes.pop_front().expect("checked non-empty");
+            let index = self.idle_lanes.remove(slot).expect("found above");
             let times = &mut job.times[partition];
             times.lane = Some(self.lanes[index].lane);
             times.lane_wait = times.ready_at.map_or(Duration::ZERO, |t| now - t);
@@ -273,7 +309,7 @@ impl Core {
                 job: ready.job,
                 partition,
                 setup: ready.setup,
-                witness: ready.witness,
+                work: ready.work,
                 public_inputs: ready.public_inputs,
                 reservation: ready.reservation,
                 cancelled: Arc::clone(&job.cancelled),
@@ -293,6 +329,7 @@ impl Core {
                 continue;
             }
             self.lanes[index].busy_since = Some(now);
+            self.lanes[index].job = Some(ready.job);
             self.proving += 1;
         }
 
@@ -300,12 +337,13 @@ impl Core {
             if self.synthesizing + self.ready.len() >= ctx.lookahead {
                 break;
             }
-            let Some(&(order, id)) = self.waiting.first() else {
+            let Some((order, id, device)) = self.next_start(ctx.device_lookahead) else {
                 break;
             };
             let job = self.jobs.get_mut(&id).expect("waiting jobs are live");
-            // Strictly in order: if the best partition does not fit, nothing overtakes it
-            // (which would starve large jobs); a release wakes the dispatcher to retry.
+            // Strictly in order: if the best partition that may start does not fit, nothing
+            // overtakes it (which would starve large jobs); a release wakes the dispatcher
+            // to retry.
             let reservation = match ctx.budget.try_reserve(job.partition_bytes) {
                 Ok(r) => r,
                 Err(MemError::Unavailable { .. }) => break,
@@ -315,6 +353,11 @@ impl Core {
                 }
             };
             self.idle_synth.pop_front();
+            if job.device.is_none() {
+                job.device = Some(device);
+                self.pinned_on[device] += job.partitions;
+                tracing::debug!(parent: &job.span, device, "job pinned to device");
+            }
             let partition = job.started;
             job.started += 1;
             job.first_start.get_or_insert(now);
@@ -324,6 +367,7 @@ impl Core {
             let task = SynthTask {
                 job: id,
                 partition,
+                device,
                 instance: Arc::clone(&job.instance),
                 reservation,
                 cancelled: Arc::clone(&job.cancelled),
@@ -335,7 +379,32 @@ impl Core {
                 continue;
             }
             self.synthesizing += 1;
+            self.synthesizing_on[device] += 1;
         }
+    }
+
+    /// Partitions synthesizing or ready for `device`.
+    fn ahead_of(&self, device: usize) -> usize {
+        self.synthesizing_on[device] + self.ready.values().filter(|r| r.device == device).count()
+    }
+
+    /// The best waiting job whose device has room ahead of its lanes, and that device. A job
+    /// already started keeps its device; a new one goes to the device with room that has the
+    /// fewest unproved partitions pinned to it (then the fewest ahead, then the lowest).
+    fn next_start(&self, device_lookahead: usize) -> Option<(Order, JobId, usize)> {
+        let ahead: Vec<usize> = (0..self.pinned_on.len())
+            .map(|d| self.ahead_of(d))
+            .collect();
+        let least_loaded = (0..ahead.len())
+            .filter(|&d| ahead[d] < device_lookahead)
+            .min_by_key(|&d| (self.pinned_on[d], ahead[d], d));
+        self.waiting.iter().find_map(|&(order, id)| {
+            let device = match self.jobs[&id].device {
+                Some(d) => d,
+                None => least_loaded?,
+            };
+            (ahead[device] < device_lookahead).then_some((order, id, device))
+        })
     }
 
     /// Ends job `id`: with its proofs when `error` is `None`, else with the error. Its
@@ -346,6 +415,9 @@ impl Core {
             return;
         };
         job.cancelled.store(true, Ordering::Relaxed);
+        if let Some(device) = job.device {
+            self.pinned_on[device] -= job.partitions - job.proved;
+        }
         let order = job.order();
         self.waiting.remove(&(order, id));
         self.ready.retain(|(o, _), _| *o != order);
@@ -360,9 +432,11 @@ impl Core {
                 let t = &output.timings;
                 tracing::info!(
                     parent: &job.span,
+                    device = job.device,
                     queue_wait_ms = t.queue_wait.as_millis() as u64,
                     setup_ms = t.setup.as_millis() as u64,
                     synthesis_ms = t.synthesis.as_millis() as u64,
+                    prepare_ms = t.prepare.as_millis() as u64,
                     prove_ms = t.prove.as_millis() as u64,
                     verify_ms = t.verify.as_millis() as u64,
                     total_ms = t.total.as_millis() as u64,

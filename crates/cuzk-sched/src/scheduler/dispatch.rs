@@ -16,9 +16,11 @@ pub(crate) fn run(
     synth_tx: Vec<Sender<SynthTask>>,
     lane_tx: Vec<Sender<ProveTask>>,
 ) {
+    let devices = shared.backend.lanes().devices.max(1);
     let ctx = Ctx {
         budget: &shared.budget,
         lookahead: shared.config.lookahead,
+        device_lookahead: shared.config.lookahead.div_ceil(devices),
         synth_tx: &synth_tx,
         lane_tx: &lane_tx,
     };

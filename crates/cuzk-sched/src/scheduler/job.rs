@@ -2,7 +2,7 @@
 
 use crate::{
     Instance, JobError, JobId, JobOutput, JobState, JobStatus, JobTimings, Lane, PartitionTimings,
-    Priority,
+    Priority, Setup,
 };
 use cuzk_field::Scalar;
 use cuzk_groth16::Proof;
@@ -22,6 +22,7 @@ pub(crate) type Reply = oneshot::Sender<Result<JobOutput, JobError>>;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PartTimes {
     pub synthesis: Duration,
+    pub prepare: Duration,
     pub ready_at: Option<Instant>,
     pub lane_wait: Duration,
     pub lane: Option<Lane>,
@@ -38,6 +39,8 @@ pub(crate) struct Job {
     pub circuit_key: String,
     pub instance: Arc<dyn Instance>,
     pub partitions: usize,
+    /// The device every partition of the job goes to, chosen when its first starts.
+    pub device: Option<usize>,
     /// Partitions whose work has begun (memory reserved, sent to synthesis).
     pub started: usize,
     pub proved: usize,
@@ -45,6 +48,9 @@ pub(crate) struct Job {
     pub public_inputs: Vec<Vec<Scalar>>,
     pub times: Vec<PartTimes>,
     pub setup: Duration,
+    /// The circuit's setup, once a partition has been synthesized with it (the verifying
+    /// key its proofs are returned with, even if the cache has moved on since).
+    pub setup_used: Option<Arc<Setup>>,
     /// Host memory reserved per partition.
     pub partition_bytes: u64,
     pub submitted: Instant,
@@ -74,6 +80,7 @@ impl Job {
             partitions: self.partitions,
             partitions_started: self.started,
             partitions_proved: self.proved,
+            device: self.device,
             age: now - self.submitted,
             error: None,
         }
@@ -93,6 +100,7 @@ impl Job {
                 }),
                 memory_bytes: self.partition_bytes,
                 synthesis: t.synthesis,
+                prepare: t.prepare,
                 lane_wait: t.lane_wait,
                 prove: t.prove,
                 verify: t.verify,
@@ -105,6 +113,7 @@ impl Job {
                 .map_or(Duration::ZERO, |t| t - self.submitted),
             setup: self.setup,
             synthesis: sum(|p| p.synthesis),
+            prepare: sum(|p| p.prepare),
             prove: sum(|p| p.prove),
             verify: sum(|p| p.verify),
             total,
@@ -117,6 +126,12 @@ impl Job {
             id: self.id,
             kind: self.kind.clone(),
             circuit_key: self.circuit_key.clone(),
+            verifying_key: self
+                .setup_used
+                .as_ref()
+                .expect("a job with proofs was synthesized")
+                .vk
+                .clone(),
             proofs,
             public_inputs: std::mem::take(&mut self.public_inputs),
             verified,

@@ -58,6 +58,21 @@ pub struct Scheduler {
     _listener: ReleaseListener,
 }
 
+/// What [`Scheduler::preload`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreloadReport {
+    /// The circuit.
+    pub circuit_key: String,
+    /// Whether its setup was cached before the call.
+    pub was_cached: bool,
+    /// Time spent obtaining the setup (recording, generating or waiting for it).
+    pub setup_time: Duration,
+    /// Time spent placing the parameters on the devices.
+    pub load_time: Duration,
+    /// What the backend did.
+    pub load: crate::LoadReport,
+}
+
 /// What [`Scheduler::shutdown`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
@@ -74,10 +89,16 @@ impl Scheduler {
     pub fn start(
         config: SchedulerConfig,
         backend: Arc<dyn Backend>,
-        registry: Registry,
+        mut registry: Registry,
         budget: Budget,
     ) -> Result<Scheduler, StartError> {
         let layout = backend.lanes();
+        // A generator the caller set wins over the backend's.
+        if !registry.has_generator() {
+            if let Some(generator) = backend.parameter_generator() {
+                registry.set_generator(generator);
+            }
+        }
         if layout.is_empty() {
             return Err(StartError::NoLanes {
                 backend: backend.name().to_string(),
@@ -114,9 +135,10 @@ impl Scheduler {
         let mut synth_tx = Vec::new();
         for i in 0..config.synthesis_workers {
             let (tx, rx) = mpsc::channel();
-            let (registry, events) = (Arc::clone(&registry), events.clone());
+            let (registry, backend, events) =
+                (Arc::clone(&registry), Arc::clone(&backend), events.clone());
             threads.push(spawn(format!("cuzk-synth-{i}"), move || {
-                workers::synthesis_loop(i, rx, registry, events)
+                workers::synthesis_loop(i, rx, registry, backend, events)
             })?);
             synth_tx.push(tx);
         }
@@ -203,12 +225,14 @@ impl Scheduler {
             circuit_key,
             instance,
             partitions,
+            device: None,
             started: 0,
             proved: 0,
             proofs: vec![None; partitions],
             public_inputs: vec![Vec::new(); partitions],
             times: vec![PartTimes::default(); partitions],
             setup: Duration::ZERO,
+            setup_used: None,
             partition_bytes,
             submitted: Instant::now(),
             deadline: request.deadline,
@@ -284,7 +308,97 @@ impl Scheduler {
                 utilization: ratio(core.synth_busy, synth_capacity),
             },
             setups_cached: shared.registry.cached_keys().len(),
+            devices: shared.backend.device_stats(),
         }
+    }
+
+    /// Sets circuit `kind` with `inputs` up (PCE and parameters, made now if not cached) and
+    /// has the backend place its parameters on every device, so that its first job pays for
+    /// neither; `pin` keeps them there (no idle eviction). Blocking: parameter generation
+    /// can take minutes for large circuits.
+    pub fn preload(
+        &self,
+        kind: &str,
+        inputs: &crate::Inputs,
+        pin: bool,
+    ) -> Result<PreloadReport, crate::PreloadError> {
+        let instance = self.shared.registry.parse(kind, inputs)?;
+        self.preload_instance(&*instance, pin)
+    }
+
+    /// [`Scheduler::preload`] by circuit key alone (`PreloadSRS`), for kinds that make an
+    /// instance from a key ([`crate::CircuitKind::instance_for_key`]).
+    pub fn preload_key(
+        &self,
+        circuit_key: &str,
+        pin: bool,
+    ) -> Result<PreloadReport, crate::PreloadError> {
+        let instance = self
+            .shared
+            .registry
+            .instance_for_key(circuit_key)
+            .ok_or_else(|| crate::PreloadError::UnknownKey {
+                circuit_key: circuit_key.to_string(),
+            })?;
+        self.preload_instance(&*instance, pin)
+    }
+
+    fn preload_instance(
+        &self,
+        instance: &dyn crate::Instance,
+        pin: bool,
+    ) -> Result<PreloadReport, crate::PreloadError> {
+        let circuit_key = instance.circuit_key();
+        let was_cached = self.shared.registry.cached(&circuit_key).is_some();
+        let start = Instant::now();
+        let (setup, setup_time) = self.shared.registry.setup(instance)?;
+        let loaded =
+            self.shared
+                .backend
+                .load(&setup, pin)
+                .map_err(|source| crate::PreloadError::Load {
+                    circuit_key: circuit_key.clone(),
+                    source,
+                })?;
+        let report = PreloadReport {
+            circuit_key,
+            was_cached,
+            setup_time,
+            load_time: start.elapsed().saturating_sub(setup_time),
+            load: loaded,
+        };
+        tracing::info!(
+            circuit = %report.circuit_key,
+            was_cached,
+            setup_ms = setup_time.as_millis() as u64,
+            load_ms = report.load_time.as_millis() as u64,
+            devices = report.load.devices,
+            resident = report.load.resident,
+            pin,
+            "parameters preloaded"
+        );
+        Ok(report)
+    }
+
+    /// Frees circuit `circuit_key`'s parameters: the backend's device copies and the cached
+    /// setup (PCE and host parameters). Jobs already running keep what they use until they
+    /// end; the next job of the circuit sets it up again. Returns what was freed.
+    pub fn evict(&self, circuit_key: &str) -> crate::EvictReport {
+        let device = self.shared.backend.evict(circuit_key);
+        let host = self.shared.registry.evict(circuit_key);
+        let host_bytes = host.as_ref().map_or(0, |s| s.parameter_bytes());
+        let report = crate::EvictReport {
+            was_loaded: device.was_loaded || host.is_some(),
+            freed_bytes: device.freed_bytes + host_bytes,
+        };
+        tracing::info!(
+            circuit = %circuit_key,
+            was_loaded = report.was_loaded,
+            device_bytes = device.freed_bytes,
+            host_bytes,
+            "parameters evicted"
+        );
+        report
     }
 
     /// The registry: its kinds and the setup cache (to supply parameters, or to set a

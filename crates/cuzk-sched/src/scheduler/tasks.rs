@@ -1,6 +1,6 @@
 //! The messages between the dispatcher and the worker threads.
 
-use crate::{Instance, JobError, JobId, Setup};
+use crate::{Instance, JobError, JobId, Prepared, Setup};
 use cuzk_field::Scalar;
 use cuzk_groth16::Proof;
 use cuzk_mem::Reservation;
@@ -13,16 +13,24 @@ use std::time::Duration;
 pub(crate) enum Event {
     /// Something changed elsewhere (a submission, a cancel, a release of memory).
     Wake,
-    /// A synthesis worker finished a partition.
-    Synthesized(SynthDone),
+    /// A synthesis worker finished a partition (boxed, as the proof below).
+    Synthesized(Box<SynthDone>),
     /// A lane finished a partition (boxed: a proof is large, and events queue up).
     Proved(Box<ProveDone>),
 }
 
-/// One partition to synthesize; its memory is already reserved.
+/// What a lane proves: the witness, or what the backend prepared from it.
+pub(crate) enum Work {
+    Witness(Witness),
+    Prepared(Prepared),
+}
+
+/// One partition to synthesize (and prepare) for the device its job is pinned to; its
+/// memory is already reserved.
 pub(crate) struct SynthTask {
     pub job: JobId,
     pub partition: usize,
+    pub device: usize,
     pub instance: Arc<dyn Instance>,
     pub reservation: Reservation,
     pub cancelled: Arc<AtomicBool>,
@@ -32,10 +40,11 @@ pub(crate) struct SynthTask {
 /// A synthesized partition: what proving it needs.
 pub(crate) struct Synthesized {
     pub setup: Arc<Setup>,
-    pub witness: Witness,
+    pub work: Work,
     pub public_inputs: Vec<Scalar>,
     pub setup_time: Duration,
     pub synthesis: Duration,
+    pub prepare: Duration,
 }
 
 /// A synthesis worker's report. The reservation comes back with it: the memory stays
@@ -44,6 +53,7 @@ pub(crate) struct SynthDone {
     pub worker: usize,
     pub job: JobId,
     pub partition: usize,
+    pub device: usize,
     pub outcome: Result<Synthesized, JobError>,
     pub reservation: Reservation,
     pub busy: Duration,
@@ -54,14 +64,14 @@ pub(crate) struct ProveTask {
     pub job: JobId,
     pub partition: usize,
     pub setup: Arc<Setup>,
-    pub witness: Witness,
+    pub work: Work,
     pub public_inputs: Vec<Scalar>,
     pub reservation: Reservation,
     pub cancelled: Arc<AtomicBool>,
     pub span: tracing::Span,
 }
 
-/// A lane's report. The witness is already freed; the reservation comes back with it and
+/// A lane's report. The witness (or prepared work) is already freed; the reservation comes back with it and
 /// is released by the dispatcher as it counts the partition done, so that no snapshot sees
 /// the memory free while the partition still counts as proving.
 pub(crate) struct ProveDone {

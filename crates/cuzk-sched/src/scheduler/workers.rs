@@ -1,10 +1,15 @@
-//! The worker threads: synthesis workers make witnesses, lanes prove and verify. Each
-//! catches panics, so a bad circuit or backend fails its job, not the thread.
+//! The worker threads: synthesis workers make witnesses (and have the backend prepare them
+//! for their job's device), lanes prove and verify. Each catches panics, so a bad circuit
+//! or backend fails its job, not the thread.
 
-use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask, Synthesized};
-use crate::{Backend, Instance, JobError, JobId, Lane, Phase, ProveInput, Registry};
+use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask, Synthesized, Work};
+use crate::{
+    Backend, Instance, JobError, JobId, Lane, Phase, PrepareInput, ProveInput, ProvePreparedInput,
+    Registry,
+};
 use cuzk_field::{Field, Scalar};
 use cuzk_groth16::Proof;
+use cuzk_synth::Witness;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -13,11 +18,12 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Synthesizes partitions until the dispatcher drops its end of `tasks`.
+/// Synthesizes (and prepares) partitions until the dispatcher drops its end of `tasks`.
 pub(crate) fn synthesis_loop(
     index: usize,
     tasks: Receiver<SynthTask>,
     registry: Arc<Registry>,
+    backend: Arc<dyn Backend>,
     events: Sender<Event>,
 ) {
     for task in tasks {
@@ -25,20 +31,30 @@ pub(crate) fn synthesis_loop(
         let outcome = if task.cancelled.load(Ordering::Relaxed) {
             Err(JobError::Cancelled { job: task.job })
         } else {
-            let span =
-                tracing::info_span!(parent: &task.span, "synthesize", partition = task.partition);
+            let span = tracing::info_span!(
+                parent: &task.span,
+                "synthesize",
+                partition = task.partition,
+                device = task.device
+            );
             let _enter = span.enter();
-            synthesize(&registry, &*task.instance, task.job, task.partition)
+            synthesize(&registry, &*task.instance, task.job, task.partition).and_then(|s| {
+                if task.cancelled.load(Ordering::Relaxed) {
+                    return Err(JobError::Cancelled { job: task.job });
+                }
+                prepare(&*backend, s, task.job, task.partition, task.device)
+            })
         };
         let done = SynthDone {
             worker: index,
             job: task.job,
             partition: task.partition,
+            device: task.device,
             outcome,
             reservation: task.reservation,
             busy: start.elapsed(),
         };
-        if events.send(Event::Synthesized(done)).is_err() {
+        if events.send(Event::Synthesized(Box::new(done))).is_err() {
             break;
         }
     }
@@ -68,10 +84,11 @@ fn synthesize(
         let public_inputs = instance.public_inputs(partition);
         Ok(Synthesized {
             setup,
-            witness,
+            work: Work::Witness(witness),
             public_inputs,
             setup_time,
             synthesis: start.elapsed(),
+            prepare: Duration::ZERO,
         })
     };
     catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|payload| {
@@ -84,6 +101,46 @@ fn synthesize(
     })
 }
 
+/// Has the backend prepare a synthesized partition for `device`; the witness is dropped
+/// once the backend has made its own form of it.
+fn prepare(
+    backend: &dyn Backend,
+    mut s: Synthesized,
+    job: JobId,
+    partition: usize,
+    device: usize,
+) -> Result<Synthesized, JobError> {
+    let Work::Witness(witness) = &s.work else {
+        return Ok(s);
+    };
+    let start = Instant::now();
+    let input = PrepareInput {
+        circuit_key: &s.setup.circuit_key,
+        params: &s.setup.params,
+        pce: &s.setup.pce,
+        witness,
+    };
+    let made = catch_unwind(AssertUnwindSafe(|| backend.prepare(device, &input)));
+    let prepared = made
+        .map_err(|payload| JobError::Panicked {
+            job,
+            partition,
+            phase: Phase::Prepare,
+            message: panic_message(&*payload),
+        })?
+        .map_err(|source| JobError::Prepare {
+            job,
+            partition,
+            device,
+            source,
+        })?;
+    if let Some(prepared) = prepared {
+        s.work = Work::Prepared(prepared);
+        s.prepare = start.elapsed();
+    }
+    Ok(s)
+}
+
 /// Proves partitions on `lane` until the dispatcher drops its end of `tasks`.
 pub(crate) fn lane_loop(
     index: usize,
@@ -93,25 +150,25 @@ pub(crate) fn lane_loop(
     verify: bool,
     events: Sender<Event>,
 ) {
-    for task in tasks {
+    for mut task in tasks {
         let mut times = Times::default();
         let outcome = if task.cancelled.load(Ordering::Relaxed) {
             Err(JobError::Cancelled { job: task.job })
         } else {
             let span = tracing::info_span!(parent: &task.span, "prove", partition = task.partition, lane = %lane);
             let _enter = span.enter();
-            prove(&*backend, lane, &task, verify, &mut times)
+            prove(&*backend, lane, &mut task, verify, &mut times)
         };
         // The witness goes before the report, so that its memory is free by the time the
         // dispatcher admits the next partition; the reservation travels with the report.
         let ProveTask {
             job,
             partition,
-            witness,
+            work,
             reservation,
             ..
         } = task;
-        drop(witness);
+        drop(work);
         let done = ProveDone {
             lane: index,
             job,
@@ -137,7 +194,7 @@ struct Times {
 fn prove(
     backend: &dyn Backend,
     lane: Lane,
-    task: &ProveTask,
+    task: &mut ProveTask,
     verify: bool,
     times: &mut Times,
 ) -> Result<Proof, JobError> {
@@ -148,16 +205,37 @@ fn prove(
         phase,
         message: panic_message(&*payload),
     };
-    let input = ProveInput {
-        circuit_key: &task.setup.circuit_key,
-        params: &task.setup.params,
-        pce: &task.setup.pce,
-        witness: &task.witness,
-        r: Scalar::random(&mut rand::rngs::OsRng),
-        s: Scalar::random(&mut rand::rngs::OsRng),
-    };
+    let (r, s) = (
+        Scalar::random(&mut rand::rngs::OsRng),
+        Scalar::random(&mut rand::rngs::OsRng),
+    );
+    let setup = &task.setup;
+    // The prepared form is handed over by value; a placeholder witness is left behind.
+    let work = std::mem::replace(&mut task.work, Work::Witness(Witness::default()));
     let start = Instant::now();
-    let proved = catch_unwind(AssertUnwindSafe(|| backend.prove(lane, &input)));
+    let proved = catch_unwind(AssertUnwindSafe(move || match work {
+        Work::Witness(witness) => {
+            let input = ProveInput {
+                circuit_key: &setup.circuit_key,
+                params: &setup.params,
+                pce: &setup.pce,
+                witness: &witness,
+                r,
+                s,
+            };
+            backend.prove(lane, &input)
+        }
+        Work::Prepared(prepared) => {
+            let input = ProvePreparedInput {
+                circuit_key: &setup.circuit_key,
+                params: &setup.params,
+                pce: &setup.pce,
+                r,
+                s,
+            };
+            backend.prove_prepared(lane, &input, prepared)
+        }
+    }));
     times.prove = start.elapsed();
     let proof = proved
         .map_err(|p| panicked(Phase::Prove, p))?
@@ -185,7 +263,7 @@ fn prove(
         Err(source) => Err(JobError::Verifier {
             job,
             partition,
-            source,
+            source: Box::new(source),
         }),
     }
 }

@@ -8,3 +8,4 @@ mod isolation;
 mod ordering;
 mod overload;
 mod proofs;
+mod routing;

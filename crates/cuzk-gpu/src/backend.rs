@@ -1,0 +1,377 @@
+//! [`GpuBackend`]: the scheduler's `Backend` on CUDA devices.
+
+use crate::device::{lock, DeviceState, Loaded};
+use crate::paramgen::GpuParamgen;
+use crate::sizes;
+use crate::sweeper::Sweeper;
+use crate::{FaultPlan, GpuConfig, GpuError, ParamgenChoice};
+use cuzk_field::Scalar;
+use cuzk_groth16::gpu::PreparedWitness;
+use cuzk_groth16::{PreparedParameters, Proof};
+use cuzk_mem::VramBudget;
+use cuzk_sched::{
+    Backend, BackendError, DeviceStats, EvictReport, Lane, LaneLayout, LoadReport,
+    ParameterGenerator, PrepareInput, Prepared, ProveInput, ProvePreparedInput, Setup, Shape,
+};
+use cuzk_synth::{Density, Pce};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The backend's name in logs, metrics and errors.
+pub(crate) const NAME: &str = "cuda";
+
+/// What [`GpuBackend`] prepares: the pinned witness, and the parameters it was checked
+/// against (held, so they stay on the device until the proof is done).
+struct GpuPrepared {
+    loaded: Arc<Loaded>,
+    witness: PreparedWitness,
+}
+
+/// What the backend, its parameter generator and its sweeper share.
+pub(crate) struct Inner {
+    pub devices: Vec<DeviceState>,
+    layout: LaneLayout,
+    densities: Mutex<HashMap<String, Arc<Density>>>,
+    faults: FaultPlan,
+    proofs: AtomicU64,
+}
+
+impl Inner {
+    fn device(&self, lane: Lane) -> Result<&DeviceState, BackendError> {
+        match self.devices.get(lane.device) {
+            Some(d) if lane.worker < d.lanes.len() => Ok(d),
+            _ => Err(BackendError::NoSuchLane {
+                lane,
+                layout: self.layout,
+            }),
+        }
+    }
+
+    /// The circuit's density bitmaps, computed once per circuit and shared by the devices.
+    pub fn density(&self, key: &str, pce: &Pce) -> Arc<Density> {
+        if let Some(d) = lock(&self.densities).get(key) {
+            return Arc::clone(d);
+        }
+        let made = Arc::new(pce.density());
+        Arc::clone(lock(&self.densities).entry(key.to_string()).or_insert(made))
+    }
+
+    fn loaded(
+        &self,
+        device: &DeviceState,
+        key: &str,
+        params: &Arc<PreparedParameters>,
+        pce: &Pce,
+    ) -> Result<Arc<Loaded>, GpuError> {
+        if let Some(loaded) = device.lookup(key) {
+            return Ok(loaded);
+        }
+        device.params_for(key, params, &self.density(key, pce))
+    }
+
+    /// Proves `witness` on `lane` of `device`, counting it and injecting a test fault if
+    /// the plan names this proof.
+    fn run(
+        &self,
+        device: &DeviceState,
+        lane: Lane,
+        loaded: &Loaded,
+        witness: &mut PreparedWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<Proof, GpuError> {
+        let number = self.proofs.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut active = device.enter();
+        if self.faults.fail_alloc.contains(&number) {
+            let e = device.inject_alloc_failure(number);
+            tracing::warn!(lane = %lane, proof = number, error = %e, "test fault injected");
+            return Err(e);
+        }
+        let start = Instant::now();
+        let (proof, timings) =
+            device.lanes[lane.worker].prove_prepared(loaded.params(), witness, r, s)?;
+        tracing::debug!(
+            lane = %lane,
+            circuit = %loaded.key,
+            ms = start.elapsed().as_millis() as u64,
+            gpu_busy_ms = timings.gpu_busy_ms,
+            gpu_span_ms = timings.gpu_span_ms,
+            upload_ms = timings.upload_ms,
+            "proof on the GPU"
+        );
+        active.succeeded(timings);
+        loaded.touch();
+        Ok(proof)
+    }
+
+    /// Evicts idle parameters on every device.
+    pub fn evict_idle(&self, idle: Duration) {
+        for d in &self.devices {
+            d.evict_idle(idle);
+        }
+    }
+}
+
+/// The CUDA backend (see the crate docs): lanes of GPU provers per device, one VRAM budget
+/// per device, parameters resident per device, partitions prepared ahead of the lanes.
+pub struct GpuBackend {
+    // Declared first so that it stops before the devices are dropped.
+    _sweeper: Option<Sweeper>,
+    inner: Arc<Inner>,
+    paramgen: ParamgenChoice,
+}
+
+impl fmt::Debug for GpuBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuBackend")
+            .field("layout", &self.inner.layout)
+            .field(
+                "devices",
+                &self
+                    .inner
+                    .devices
+                    .iter()
+                    .map(|d| d.ordinal())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuBackend {
+    /// Opens the configured devices (all by default), sizes their VRAM budgets and starts
+    /// their lanes.
+    pub fn new(config: GpuConfig) -> Result<GpuBackend, GpuError> {
+        if config.workers_per_device == 0 {
+            return Err(GpuError::Config {
+                what: "workers_per_device",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let ordinals = if config.devices.is_empty() {
+            let count = cuzk_cuda::device_count().map_err(|e| GpuError::NoDevice {
+                reason: e.to_string(),
+            })?;
+            if count == 0 {
+                return Err(GpuError::NoDevice {
+                    reason: "the driver reports no device".into(),
+                });
+            }
+            (0..count).collect()
+        } else {
+            let distinct: BTreeSet<usize> = config.devices.iter().copied().collect();
+            if distinct.len() != config.devices.len() {
+                return Err(GpuError::Config {
+                    what: "devices",
+                    reason: format!("{:?} names a device twice", config.devices),
+                });
+            }
+            config.devices.clone()
+        };
+        let pinned_bytes = match config.pinned_bytes {
+            Some(bytes) => bytes,
+            None => {
+                let host = cuzk_mem::MemInfo::read().map_err(|e| GpuError::Config {
+                    what: "pinned_bytes",
+                    reason: format!("cannot read the host's memory to size the pinned pools: {e}"),
+                })?;
+                sizes::default_pinned_bytes(host.total, ordinals.len())
+            }
+        };
+        let devices = ordinals
+            .iter()
+            .enumerate()
+            .map(|(index, &ordinal)| DeviceState::new(index, ordinal, &config, pinned_bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let layout = LaneLayout {
+            devices: devices.len(),
+            workers_per_device: config.workers_per_device,
+        };
+        let inner = Arc::new(Inner {
+            devices,
+            layout,
+            densities: Mutex::new(HashMap::new()),
+            faults: config.faults.clone(),
+            proofs: AtomicU64::new(0),
+        });
+        let sweeper = match config.idle_evict {
+            Some(idle) => Some(Sweeper::start(Arc::downgrade(&inner), idle).map_err(|e| {
+                GpuError::Config {
+                    what: "idle_evict",
+                    reason: format!("cannot start the eviction thread: {e}"),
+                }
+            })?),
+            None => None,
+        };
+        if !config.faults.is_empty() {
+            tracing::warn!(faults = ?config.faults.fail_alloc, "TEST FAULTS ARMED: these proofs will fail a device allocation");
+        }
+        tracing::info!(
+            devices = ?ordinals,
+            lanes = %layout,
+            residency = ?config.residency,
+            idle_evict = ?config.idle_evict,
+            paramgen = ?config.paramgen,
+            "CUDA backend started"
+        );
+        Ok(GpuBackend {
+            _sweeper: sweeper,
+            inner,
+            paramgen: config.paramgen,
+        })
+    }
+
+    /// The driver ordinals of the devices, in lane-layout order.
+    pub fn ordinals(&self) -> Vec<usize> {
+        self.inner.devices.iter().map(|d| d.ordinal()).collect()
+    }
+
+    /// The VRAM budget of each device, in lane-layout order (clones sharing the ledgers).
+    pub fn vram_budgets(&self) -> Vec<VramBudget> {
+        self.inner.devices.iter().map(|d| d.vram.clone()).collect()
+    }
+
+    /// Host bytes the devices' pinned pools may pin, all together: keep them out of the
+    /// host budget the scheduler admits partitions against.
+    pub fn pinned_bytes(&self) -> u64 {
+        self.inner.devices.iter().map(|d| d.pool.capacity()).sum()
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn lanes(&self) -> LaneLayout {
+        self.inner.layout
+    }
+
+    fn partition_bytes(&self, shape: &Shape) -> u64 {
+        sizes::partition_host_bytes(shape)
+    }
+
+    /// Without a prepared partition (the scheduler always prepares first): prepares on the
+    /// lane itself, then proves.
+    fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError> {
+        let device = self.inner.device(lane)?;
+        let fail = |e: GpuError| e.into_backend(lane.device);
+        let loaded = self
+            .inner
+            .loaded(device, input.circuit_key, input.params, input.pce)
+            .map_err(fail)?;
+        let mut witness = device
+            .prepare(
+                &device.lanes[lane.worker],
+                &loaded,
+                input.pce,
+                input.witness,
+            )
+            .map_err(fail)?;
+        self.inner
+            .run(device, lane, &loaded, &mut witness, input.r, input.s)
+            .map_err(fail)
+    }
+
+    fn prepare(
+        &self,
+        device: usize,
+        input: &PrepareInput<'_>,
+    ) -> Result<Option<Prepared>, BackendError> {
+        let lane = Lane { device, worker: 0 };
+        let state = self.inner.device(lane)?;
+        let loaded = self
+            .inner
+            .loaded(state, input.circuit_key, input.params, input.pce)
+            .map_err(|e| e.into_backend(device))?;
+        let witness = state
+            .prepare(state.preparer(), &loaded, input.pce, input.witness)
+            .map_err(|e| e.into_backend(device))?;
+        Ok(Some(Prepared::new(device, GpuPrepared { loaded, witness })))
+    }
+
+    fn prove_prepared(
+        &self,
+        lane: Lane,
+        input: &ProvePreparedInput<'_>,
+        prepared: Prepared,
+    ) -> Result<Proof, BackendError> {
+        let device = self.inner.device(lane)?;
+        let fail = |e: GpuError| e.into_backend(lane.device);
+        if prepared.device() != lane.device {
+            return Err(fail(GpuError::WrongDevice {
+                prepared: prepared.device(),
+                lane: lane.device,
+            }));
+        }
+        let GpuPrepared {
+            loaded,
+            mut witness,
+        } = prepared
+            .downcast::<GpuPrepared>()
+            .map_err(|_| fail(GpuError::ForeignPrepared))?;
+        let proved = self
+            .inner
+            .run(device, lane, &loaded, &mut witness, input.r, input.s);
+        // The pinned set goes back to the pool now, for the next partition's preparation.
+        drop(witness);
+        proved.map_err(fail)
+    }
+
+    fn load(&self, setup: &Setup, pin: bool) -> Result<LoadReport, BackendError> {
+        let mut report = LoadReport {
+            resident: true,
+            ..LoadReport::default()
+        };
+        for device in &self.inner.devices {
+            let already = device.lookup(&setup.circuit_key).is_some();
+            let loaded = self
+                .inner
+                .loaded(device, &setup.circuit_key, &setup.params, &setup.pce)
+                .map_err(|e| e.into_backend(device.index))?;
+            if pin {
+                loaded.pin();
+            }
+            if pin && !already {
+                // Pin the lanes' witness buffers now too, so that the first proofs do not.
+                let sets = device.lanes.len();
+                let buffers = loaded.queries.pinned_buffers();
+                let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
+                if let Err(e) = device.pool.prewarm(&wanted) {
+                    tracing::info!(device = device.ordinal(), error = %e, "pinned pool not fully pre-warmed");
+                }
+            }
+            report.devices += 1;
+            report.already += usize::from(already);
+            report.resident &= loaded.resident;
+            report.bytes_per_device = loaded.bytes;
+        }
+        Ok(report)
+    }
+
+    fn evict(&self, circuit_key: &str) -> EvictReport {
+        let mut report = EvictReport::default();
+        for device in &self.inner.devices {
+            if let Some(bytes) = device.evict(circuit_key) {
+                report.was_loaded = true;
+                report.freed_bytes += bytes;
+            }
+        }
+        lock(&self.inner.densities).remove(circuit_key);
+        report
+    }
+
+    fn parameter_generator(&self) -> Option<Arc<dyn ParameterGenerator>> {
+        match self.paramgen {
+            ParamgenChoice::Auto => Some(Arc::new(GpuParamgen::new(Arc::clone(&self.inner)))),
+            ParamgenChoice::Cpu => None,
+        }
+    }
+
+    fn device_stats(&self) -> Vec<DeviceStats> {
+        self.inner.devices.iter().map(DeviceState::stats).collect()
+    }
+}

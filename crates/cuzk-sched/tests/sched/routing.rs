@@ -1,0 +1,273 @@
+//! Devices: every job is pinned to one device for its whole life, new jobs go to the least
+//! loaded device, one device's backlog does not hold another back, and what a backend
+//! prepares on the synthesis workers reaches a lane of the device it was prepared for.
+
+use crate::common::*;
+use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof};
+use cuzk_sched::{
+    Backend, BackendError, CpuBackend, EvictReport, JobOutput, Lane, LaneLayout, LoadReport,
+    PrepareInput, Prepared, ProveInput, ProvePreparedInput, Request, SchedulerConfig, Setup,
+};
+use cuzk_synth::Witness;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The devices a job's partitions were proved on.
+fn devices_of(out: &JobOutput) -> BTreeSet<usize> {
+    out.timings
+        .partitions
+        .iter()
+        .map(|p| p.lane.device)
+        .collect()
+}
+
+#[test]
+fn every_job_stays_on_one_device_and_both_devices_work() {
+    let backend = Arc::new(CpuBackend::with_lanes(2, 2));
+    let s = start(
+        backend,
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    let handles: Vec<_> = (0..6)
+        .map(|seed| {
+            s.submit(Request::synthetic_porep(LOG2, seed * 10, 3))
+                .unwrap()
+        })
+        .collect();
+    let ids: Vec<_> = handles.iter().map(|h| h.id()).collect();
+    let outputs: Vec<JobOutput> = handles
+        .into_iter()
+        .map(|h| h.wait_blocking().unwrap())
+        .collect();
+    let mut used = BTreeSet::new();
+    for (out, id) in outputs.iter().zip(ids) {
+        let devices = devices_of(out);
+        assert_eq!(devices.len(), 1, "{id} was proved on devices {devices:?}");
+        let device = *devices.first().unwrap();
+        assert_eq!(s.status(id).unwrap().device, Some(device));
+        used.insert(device);
+    }
+    assert_eq!(used, BTreeSet::from([0, 1]), "both devices proved jobs");
+    let m = s.metrics();
+    assert!(m.lanes.iter().all(|l| l.job.is_none()));
+    assert!(m.devices.is_empty(), "the CPU backend reports no devices");
+}
+
+/// The CPU backend, with every proof taking at least `delay`.
+#[derive(Debug)]
+struct Slow {
+    cpu: CpuBackend,
+    delay: Duration,
+}
+
+impl Backend for Slow {
+    fn name(&self) -> &str {
+        "slow-cpu"
+    }
+
+    fn lanes(&self) -> LaneLayout {
+        self.cpu.lanes()
+    }
+
+    fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError> {
+        std::thread::sleep(self.delay);
+        self.cpu.prove(lane, input)
+    }
+}
+
+#[test]
+fn one_devices_backlog_does_not_hold_another_back() {
+    let backend = Arc::new(Slow {
+        cpu: CpuBackend::with_lanes(2, 1),
+        delay: Duration::from_millis(100),
+    });
+    let s = start(
+        backend,
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    // Set up first, so both jobs start at once.
+    s.prove_blocking(Request::synthetic_porep(LOG2, 0, 1))
+        .unwrap();
+    let long = s.submit(Request::synthetic_porep(LOG2, 100, 8)).unwrap();
+    let short = s.submit(Request::synthetic_porep(LOG2, 200, 1)).unwrap();
+    let long_id = long.id();
+    let out = short.wait_blocking().unwrap();
+    let proved = s.status(long_id).unwrap().partitions_proved;
+    assert!(
+        proved <= 4,
+        "the one-partition job waited for {proved} of the other job's 8 proofs"
+    );
+    let long = long.wait_blocking().unwrap();
+    assert_ne!(devices_of(&out), devices_of(&long));
+}
+
+/// What [`Preparing`] makes on a synthesis worker.
+#[derive(Debug)]
+struct Made {
+    witness: Witness,
+    thread: String,
+}
+
+/// The CPU backend with a prepare step that records where it ran, and checks that the lane
+/// proving the result belongs to the device it was prepared for.
+#[derive(Debug)]
+struct Preparing {
+    cpu: CpuBackend,
+    prepared: AtomicUsize,
+    plain_proofs: AtomicUsize,
+    /// (device prepared for, lane's device, thread that prepared).
+    seen: Mutex<Vec<(usize, usize, String)>>,
+}
+
+impl Backend for Preparing {
+    fn name(&self) -> &str {
+        "preparing-cpu"
+    }
+
+    fn lanes(&self) -> LaneLayout {
+        self.cpu.lanes()
+    }
+
+    fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError> {
+        self.plain_proofs.fetch_add(1, Ordering::SeqCst);
+        self.cpu.prove(lane, input)
+    }
+
+    fn prepare(
+        &self,
+        device: usize,
+        input: &PrepareInput<'_>,
+    ) -> Result<Option<Prepared>, BackendError> {
+        self.prepared.fetch_add(1, Ordering::SeqCst);
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        Ok(Some(Prepared::new(
+            device,
+            Made {
+                witness: input.witness.clone(),
+                thread,
+            },
+        )))
+    }
+
+    fn prove_prepared(
+        &self,
+        lane: Lane,
+        input: &ProvePreparedInput<'_>,
+        prepared: Prepared,
+    ) -> Result<Proof, BackendError> {
+        let device = prepared.device();
+        let made = prepared
+            .downcast::<Made>()
+            .expect("a value this backend prepared");
+        self.seen
+            .lock()
+            .unwrap()
+            .push((device, lane.device, made.thread));
+        let plain = ProveInput {
+            circuit_key: input.circuit_key,
+            params: input.params,
+            pce: input.pce,
+            witness: &made.witness,
+            r: input.r,
+            s: input.s,
+        };
+        self.cpu.prove(lane, &plain)
+    }
+
+    fn load(&self, _setup: &Setup, _pin: bool) -> Result<LoadReport, BackendError> {
+        Ok(LoadReport {
+            devices: 2,
+            ..LoadReport::default()
+        })
+    }
+
+    fn evict(&self, _circuit_key: &str) -> EvictReport {
+        EvictReport {
+            was_loaded: true,
+            freed_bytes: 7,
+        }
+    }
+}
+
+#[test]
+fn prepared_partitions_reach_a_lane_of_their_device() {
+    let backend = Arc::new(Preparing {
+        cpu: CpuBackend::with_lanes(2, 2),
+        prepared: AtomicUsize::new(0),
+        plain_proofs: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    });
+    let s = start(
+        Arc::clone(&backend) as Arc<dyn Backend>,
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    let outputs: Vec<JobOutput> = (0..5)
+        .map(|seed| {
+            s.submit(Request::synthetic_porep(LOG2, seed * 10, 2))
+                .unwrap()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|h| h.wait_blocking().unwrap())
+        .collect();
+    let pvk = prepare_verifying_key(&s.registry().cached("synthetic-porep-256").unwrap().vk);
+    for out in &outputs {
+        assert_eq!(devices_of(out).len(), 1);
+        for (proof, inputs) in out.proofs.iter().zip(&out.public_inputs) {
+            assert!(verify_proof(&pvk, proof, inputs).unwrap());
+        }
+    }
+    assert_eq!(backend.prepared.load(Ordering::SeqCst), 10);
+    assert_eq!(backend.plain_proofs.load(Ordering::SeqCst), 0);
+    let seen = backend.seen.lock().unwrap();
+    assert_eq!(seen.len(), 10);
+    for (prepared_for, proved_on, thread) in seen.iter() {
+        assert_eq!(prepared_for, proved_on);
+        assert!(thread.starts_with("cuzk-synth-"), "prepared on {thread:?}");
+    }
+}
+
+#[test]
+fn preload_and_evict_go_through_the_backend_and_the_cache() {
+    let backend = Arc::new(Preparing {
+        cpu: CpuBackend::with_lanes(2, 1),
+        prepared: AtomicUsize::new(0),
+        plain_proofs: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    });
+    let s = start(
+        backend,
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    let report = s.preload_key("synthetic-porep-254", true).unwrap();
+    assert!(!report.was_cached);
+    assert_eq!(report.load.devices, 2);
+    assert_eq!(s.registry().cached_keys(), ["synthetic-porep-254"]);
+    assert!(
+        s.preload_key("synthetic-porep-254", true)
+            .unwrap()
+            .was_cached
+    );
+    assert!(s.preload_key("no-such-circuit-1", true).is_err());
+
+    let evicted = s.evict("synthetic-porep-254");
+    assert!(evicted.was_loaded);
+    assert!(evicted.freed_bytes > 7, "host parameters counted too");
+    assert!(s.registry().cached_keys().is_empty());
+    // The next job sets the circuit up again.
+    let inputs = cuzk_sched::Inputs::default().with_field("num_constraints", 254);
+    let out = s
+        .prove_blocking(Request::new("synthetic-porep", inputs))
+        .unwrap();
+    assert_eq!(out.circuit_key, "synthetic-porep-254");
+}
