@@ -2,6 +2,8 @@
 
 mod cpu;
 #[cfg(feature = "cuda")]
+mod filecoin;
+#[cfg(feature = "cuda")]
 mod gpu_msm;
 #[cfg(feature = "cuda")]
 mod gpu_ntt;
@@ -36,6 +38,9 @@ enum Cmd {
     /// GPU prover on PoRep-shaped partitions: time per partition, phases, idle share (feature `cuda`).
     #[cfg(feature = "cuda")]
     Prove(gpu_prove::Args),
+    /// Filecoin PoRep C2 of sealed sectors: cuzk on the GPU vs filecoin-proofs on the CPU (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Filecoin(filecoin::Args),
 }
 
 fn main() -> Result<()> {
@@ -48,5 +53,7 @@ fn main() -> Result<()> {
         Cmd::Msm(args) => gpu_msm::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Prove(args) => gpu_prove::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::Filecoin(args) => filecoin::run(&args),
     }
 }

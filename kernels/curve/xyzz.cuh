@@ -206,42 +206,47 @@ __device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
     a.zzz = pmul(a.zzz, ppp);
 }
 
-// add_mixed for lane pairs. Its products exchange halves through warp shuffles, which run
-// slowest when the warp has split, so the common cases share one path: an accumulator at
-// infinity (each new bucket run) takes the general formulas along with everyone else and then
-// selects p instead of their result. Only p = ±a, which random inputs never meet, branches.
-__device__ __forceinline__ void add_mixed(xyzz_t<fp2_lane_t>& a, const affine_t<fp2_lane_t>& p) {
+// a ← a + p for lane pairs and an affine p that is not the identity. The products exchange
+// halves through warp shuffles, which run slowest when the warp has split, so the common cases
+// share one path: an accumulator at infinity (each new bucket run) goes through the general
+// formulas with everyone else, and the function returns true, leaving garbage in a for the
+// caller to replace with p. The caller can re-read p from memory for that, which is cheaper
+// than holding it in registers through the formulas (at 168 registers, those 24 spilled).
+// Only p = ±a, which random inputs never meet, branches. The products are ordered so that each
+// operand dies as early as it can.
+__device__ __forceinline__ bool add_mixed_or_start(xyzz_t<fp2_lane_t>& a,
+                                                   const affine_t<fp2_lane_t>& p) {
     using F = fp2_lane_t;
     const bool inf = is_inf(a);
-    const F u2 = pmul(p.x, a.zz);
-    const F s2 = pmul(p.y, a.zzz);
-    const F pd = sub(u2, a.x);
-    const F r = sub(s2, a.y);
+    const F pd = sub(pmul(p.x, a.zz), a.x);
+    const F r = sub(pmul(p.y, a.zzz), a.y);
     if (!inf && is_zero(pd)) {
         if (is_zero(r)) {
             dbl_affine(a, p);
         } else {
             set_inf(a);
         }
-        return;
+        return false;
     }
     const F pp = sqr(pd);
     const F ppp = pmul(pd, pp);
+    a.zz = pmul(a.zz, pp);
     const F q = pmul(a.x, pp);
-    const F x3 = sub(sub(sqr(r), ppp), dbl(q));
-    const F y3 = sub(pmul(r, sub(q, x3)), pmul(a.y, ppp));
-    const F zz3 = pmul(a.zz, pp);
-    const F zzz3 = pmul(a.zzz, ppp);
-    const F one_ = one<F>();
-    a.x = csel(inf, p.x, x3);
-    a.y = csel(inf, p.y, y3);
-    a.zz = csel(inf, one_, zz3);
-    a.zzz = csel(inf, one_, zzz3);
+    a.zzz = pmul(a.zzz, ppp);
+    const F t = pmul(a.y, ppp);
+    a.x = sub(sub(sqr(r), ppp), dbl(q));
+    a.y = sub(pmul(r, sub(q, a.x)), t);
+    return inf;
 }
 
-// a ← a + b (EFD add-2008-s): 12M + 2S, with every special case handled.
+__device__ __forceinline__ void add_mixed(xyzz_t<fp2_lane_t>& a, const affine_t<fp2_lane_t>& p) {
+    if (add_mixed_or_start(a, p)) from_affine(a, p);
+}
+
+// a ← a + b (EFD add-2008-s): 12M + 2S, with every special case handled. The body is inlined
+// wherever `add_xyzz_inline` is called; `add_xyzz` leaves the choice to the compiler.
 template <class F>
-__device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
+__device__ __forceinline__ void add_xyzz_inline(xyzz_t<F>& a, const xyzz_t<F>& b) {
     if (is_inf(b)) return;
     if (is_inf(a)) {
         a = b;
@@ -269,6 +274,18 @@ __device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
     a.x = x3;
     a.zz = pmul(pmul(a.zz, b.zz), pp);
     a.zzz = pmul(pmul(a.zzz, b.zzz), ppp);
+}
+
+template <class F>
+__device__ void add_xyzz(xyzz_t<F>& a, const xyzz_t<F>& b) {
+    add_xyzz_inline(a, b);
+}
+
+// Lane pairs always inline it: as a call it takes its operands by reference, which pins the
+// caller's accumulator to local memory for the whole loop around it (a store and a load per
+// addition in the bucket accumulation), not only across the rare call.
+__device__ __forceinline__ void add_xyzz(xyzz_t<fp2_lane_t>& a, const xyzz_t<fp2_lane_t>& b) {
+    add_xyzz_inline(a, b);
 }
 
 template <class F>

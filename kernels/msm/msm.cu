@@ -46,6 +46,30 @@ struct AffineSource {
     }
 };
 
+// Lane pairs: as above, except that a pair whose accumulator was at infinity still runs the
+// general addition (keeping the warp whole for its shuffles) and then takes the point itself,
+// re-read rather than kept in registers through the addition.
+template <>
+struct AffineSource<fp2_lane_t> {
+    const uint32_t* vals;
+    uint32_t stride;
+    const affine_t<fp2_t>* bases;
+    __device__ __forceinline__ affine_t<fp2_lane_t> point(uint32_t v) const {
+        affine_t<fp2_lane_t> p = load_affine<fp2_lane_t>(&bases[v & INDEX_MASK]);
+        if (v & ~INDEX_MASK) p.y = neg(p.y);
+        return p;
+    }
+    __device__ __forceinline__ void add_to(xyzz_t<fp2_lane_t>& acc, uint32_t i) const {
+        const uint32_t v = vals[(uint64_t)i * stride];
+        {
+            const affine_t<fp2_lane_t> p = point(v);
+            if (is_identity(p)) return;
+            if (!add_mixed_or_start(acc, p)) return;
+        }
+        from_affine(acc, point(v));
+    }
+};
+
 // Entries are partial sums from an earlier level.
 template <class F>
 struct XyzzSource {
@@ -64,6 +88,22 @@ __device__ __forceinline__ void flush(xyzz_t<mem_t<F>>* buckets, uint32_t key,
     store_xyzz<F>(&buckets[key], b);
 }
 
+// Lane pairs flush through a call that takes the run's sum by value. Flushes are rare (one per
+// bucket run), so keeping the full addition out of line keeps the accumulation loop's registers
+// to what the mixed addition needs; and a by-value argument, unlike a reference, does not pin
+// the caller's accumulator to local memory for the whole loop.
+__device__ __noinline__ void flush_call(xyzz_t<fp2_t>* bucket, xyzz_t<fp2_lane_t> acc) {
+    xyzz_t<fp2_lane_t> b = load_xyzz<fp2_lane_t>(bucket);
+    add_xyzz(b, acc);
+    store_xyzz<fp2_lane_t>(bucket, b);
+}
+template <>
+__device__ __forceinline__ void flush<fp2_lane_t>(xyzz_t<fp2_t>* buckets, uint32_t key,
+                                                  const xyzz_t<fp2_lane_t>& acc) {
+    if (is_inf(acc)) return;
+    flush_call(&buckets[key], acc);
+}
+
 // One level of a balanced segmented reduction: buckets[key] += Σ entries of that key.
 //
 // Entries are sorted by key; thread t takes the L = span entries [t·L, t·L + L) whatever their
@@ -77,10 +117,15 @@ __device__ __forceinline__ void flush(xyzz_t<mem_t<F>>* buckets, uint32_t key,
 // entry reaches its bucket exactly once, through a chain of partial sums. "Thread" above is a
 // work item: the lanes of a pair (G2) take the same slice, so every branch below is uniform
 // across a pair.
+//
+// `level_inline` is always inlined into its kernel; `level` leaves that to the compiler, which
+// makes it a call for G1. G2 inlines it: as a call, its by-reference parameters are re-read
+// from local memory inside the loop once registers run short.
 template <class F, class Source>
-__device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m_in,
-                      const LevelParams& p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,
-                      xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {
+__device__ __forceinline__ void level_inline(const uint32_t* keys, const Source& src,
+                                             const uint32_t* m_in, const LevelParams& p,
+                                             xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,
+                                             xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {
     const uint32_t m = (p.flags & FLAG_M_FROM_PTR) ? *m_in : p.m_value;
     const uint32_t span = p.span;
     const uint64_t threads = ((uint64_t)m + span - 1) / span;
@@ -140,6 +185,13 @@ __device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m
     }
 }
 
+template <class F, class Source>
+__device__ void level(const uint32_t* keys, const Source& src, const uint32_t* m_in,
+                      const LevelParams& p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,
+                      xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {
+    level_inline<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);
+}
+
 // Thread (w, k) of the grid sums segment k, of 2^seg_log buckets, of window w: with bucket
 // j of the window standing for digit j + 1, it returns Σ (j + 1)·B_j over the segment as
 // T + k·2^seg_log·R, where R = Σ B_j and T = Σ (j − start + 1)·B_j come from one running sum
@@ -182,20 +234,20 @@ using cuzk::msm::LevelParams;
 // Launch at least ceil(m_max / span) work items. bucket_sums: w_count · (nb >> seg_log) work
 // items, out gets one point per item. A work item is lane_layout<F>::count threads (G1 one, G2
 // two), and the host launches that many threads per item.
-#define CUZK_MSM_CURVE_KERNELS(NAME, F, BOUNDS)                                                \
+#define CUZK_MSM_CURVE_KERNELS(NAME, F, BOUNDS, LEVEL)                                         \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_level_affine(        \
         const uint32_t* keys, const uint32_t* vals, const affine_t<mem_t<F>>* bases,           \
         const uint32_t* m_in, LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,    \
         xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::AffineSource<F> src{vals, p.stride, bases};                                 \
-        cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
+        cuzk::msm::LEVEL<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_level_xyzz(          \
         const uint32_t* keys, const xyzz_t<mem_t<F>>* pts, const uint32_t* m_in,               \
         LevelParams p, xyzz_t<mem_t<F>>* buckets, uint32_t* out_keys,                          \
         xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::XyzzSource<F> src{pts};                                                     \
-        cuzk::msm::level<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
+        cuzk::msm::LEVEL<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_bucket_sums(         \
         const xyzz_t<mem_t<F>>* buckets, uint32_t w_count, uint32_t nb, uint32_t seg_log,      \
@@ -203,13 +255,14 @@ using cuzk::msm::LevelParams;
         cuzk::msm::bucket_sums<F>(buckets, w_count, nb, seg_log, out);                         \
     }
 
-// BOUNDS, in parentheses: threads per block (CURVE_BLOCK in crates/cuzk-msm/src/gpu/launch.rs) and, for G2,
-// blocks per SM, which caps registers at 65536 / (128·3) = 168.
-CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128))
+// LEVEL: `level` or `level_inline`. BOUNDS, in parentheses: threads per block (CURVE_BLOCK in
+// crates/cuzk-msm/src/gpu/launch.rs), and blocks per SM where registers are to be capped.
+CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128), level)
 // G2 runs on lane pairs: a thread holds half of each Fp2 coordinate, so a point takes the
-// registers of a G1 point and each Fp2 product a third more multiplications in all. Unbounded,
-// ptxas spends 250 registers on overlapping independent products (8 warps per SM); capped at
-// 168 it spills about 100 bytes and keeps 12 warps per SM.
-CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128, 3))
+// registers of a G1 point, and each Fp2 product costs the pair four Fp products and two
+// reductions. Registers are not capped: on the H200 the unbounded build (about 250 registers,
+// 8 warps per SM, no spills in the addition) beat caps of 168 (12 warps) and 128 (16 warps)
+// whose spills cost more than the extra warps won (docs/perf.md).
+CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128), level_inline)
 
 #undef CUZK_MSM_CURVE_KERNELS

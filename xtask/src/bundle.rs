@@ -1,7 +1,8 @@
 //! `cargo xtask bundle`: everything a GPU host without Rust needs to run cuzk's GPU tests,
 //! benchmarks and service, in `target/bundle/`: stripped release test binaries (one per crate
 //! that has `gpu_` tests), the `cuzk-bench`, `cuzk-daemon` and `cuzk` binaries, the kernel
-//! image once, and the `run-tests`, `run-bench`, `run-e2e` and `run-sweep` scripts.
+//! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep` and `run-filecoin`
+//! scripts.
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
 use crate::util::{project_root, step};
@@ -20,6 +21,7 @@ const RUN_TESTS: &str = include_str!("../bundle/run-tests");
 const RUN_BENCH: &str = include_str!("../bundle/run-bench");
 const RUN_E2E: &str = include_str!("../bundle/run-e2e");
 const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
+const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
 
 /// Options of `cargo xtask bundle`.
 #[derive(clap::Args, Debug)]
@@ -63,6 +65,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-bench"), RUN_BENCH)?;
     write_script(&dir.join("run-e2e"), RUN_E2E)?;
     write_script(&dir.join("run-sweep"), RUN_SWEEP)?;
+    write_script(&dir.join("run-filecoin"), RUN_FILECOIN)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -78,7 +81,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES]",
         dir.display()
     );
     Ok(dir)
@@ -315,7 +318,7 @@ mod tests {
 
     #[test]
     fn scripts_are_bash() {
-        for script in [RUN_TESTS, RUN_BENCH, RUN_E2E, RUN_SWEEP] {
+        for script in [RUN_TESTS, RUN_BENCH, RUN_E2E, RUN_SWEEP, RUN_FILECOIN] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
         assert!(RUN_TESTS.contains("--ignored gpu_ --test-threads=1"));
@@ -325,5 +328,8 @@ mod tests {
             assert!(script.contains("backend = \"cuda\""));
         }
         assert!(RUN_SWEEP.contains("16777214"));
+        // The Filecoin script runs the bundled GPU test binary of cuzk-filecoin, then its bench.
+        assert!(RUN_FILECOIN.contains("tests/cuzk-filecoin.gpu"));
+        assert!(RUN_FILECOIN.contains("cuzk-bench\" filecoin"));
     }
 }

@@ -185,7 +185,7 @@ pub fn sweep_table(runs: &[Run]) -> String {
         }
         if rss {
             match u.rss_peak {
-                Some(b) => out.push_str(&format!(" {:.1} |", b / f64::from(1 << 30))),
+                Some(b) => out.push_str(&format!(" {:.2} |", b / f64::from(1 << 30))),
                 None => out.push_str(" - |"),
             }
         }

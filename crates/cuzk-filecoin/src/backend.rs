@@ -1,4 +1,5 @@
-//! The hook through which partitions are proved: a CPU default now, a GPU backend later.
+//! The hook through which partitions are proved: the CPU default here, `GpuBackend` (feature
+//! `cuda`) in `gpu.rs`.
 
 use crate::error::BackendError;
 use cuzk_field::Scalar;

@@ -96,6 +96,32 @@ pub enum DigestCheck {
     Skip,
 }
 
+/// Where the cache generates missing parameters (see [`CachePolicy::generate_up_to`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Generator {
+    /// cuzk's CPU generator (`cuzk_groth16::generate_parameters`).
+    #[default]
+    Cpu,
+    /// cuzk's GPU generator (`cuzk_groth16::gpu::generate_parameters_gpu`) on the CUDA device
+    /// of this ordinal: the same parameters for the same toxic waste, the query points
+    /// multiplied on the device (2^27 constraints in under a minute on an H200).
+    #[cfg(feature = "cuda")]
+    Gpu {
+        /// CUDA device ordinal.
+        device: usize,
+    },
+}
+
+impl std::fmt::Display for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Generator::Cpu => f.write_str("cpu"),
+            #[cfg(feature = "cuda")]
+            Generator::Gpu { device } => write!(f, "gpu {device}"),
+        }
+    }
+}
+
 /// What the cache may do beyond reading.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachePolicy {
@@ -103,6 +129,8 @@ pub struct CachePolicy {
     /// generated with cuzk's generator (a trusted setup fit for tests only); 0 never
     /// generates.
     pub generate_up_to: u64,
+    /// Where generation runs.
+    pub generator: Generator,
     /// Digest checking of parameter files.
     pub digests: DigestCheck,
     /// Whether recorded PCEs are saved beside the parameters (and loaded from there).
@@ -114,6 +142,7 @@ impl Default for CachePolicy {
     fn default() -> Self {
         CachePolicy {
             generate_up_to: 0,
+            generator: Generator::Cpu,
             digests: DigestCheck::Verify,
             pce_on_disk: true,
         }
@@ -142,6 +171,8 @@ pub struct CircuitKeys {
     pub pvk: PreparedVerifyingKey,
     /// How long loading (or creating) took.
     pub load_time: Duration,
+    /// How long generating the parameters took, when this load generated them.
+    pub generate_time: Option<Duration>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<CircuitKeys>>>>;
@@ -258,8 +289,9 @@ impl ParamCache {
             });
         }
         let pce = Arc::new(self.pce(id, blank)?);
+        let mut generate_time = None;
         if missing {
-            self.generate(id, &pce)?;
+            generate_time = Some(self.generate(id, &pce)?);
         }
         let read_start = Instant::now();
         let mut params = self.read(&params_path, &record_path, may_generate)?;
@@ -270,7 +302,7 @@ impl ParamCache {
                 return Err(e);
             }
             tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
-            self.generate(id, &pce)?;
+            generate_time = Some(self.generate(id, &pce)? + generate_time.unwrap_or_default());
             params = self.read(&params_path, &record_path, may_generate)?;
             check_shape(&params_path, &params, &pce)?;
         }
@@ -288,6 +320,7 @@ impl ParamCache {
             pce,
             pvk,
             load_time: start.elapsed(),
+            generate_time,
         })
     }
 
@@ -367,25 +400,27 @@ impl ParamCache {
         Ok(pce)
     }
 
-    /// Generates parameters with cuzk's generator and writes `.params`, `.vk`, `.meta` and
-    /// the generation record, each under a temporary name renamed into place.
-    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<()> {
+    /// Generates parameters with cuzk's generator (where the policy says) and writes
+    /// `.params`, `.vk`, `.meta` and the generation record, each under a temporary name
+    /// renamed into place. Returns how long generating took (writing not included).
+    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<Duration> {
         let start = Instant::now();
+        let generator = self.policy.generator;
         tracing::info!(
             circuit = %id,
             constraints = pce.num_constraints,
+            %generator,
             "generating parameters (test setup, not a ceremony's)"
         );
         let params = {
             let _ticker = Ticker::start(format!("generating parameters for {id}"), PROGRESS_EVERY);
-            cuzk_groth16::generate_parameters(pce, &mut rand::rngs::OsRng).map_err(|source| {
-                Error::Generate {
-                    circuit: id.cache_id.clone(),
-                    source,
-                }
+            generate_with(generator, pce).map_err(|source| Error::Generate {
+                circuit: id.cache_id.clone(),
+                source,
             })?
         };
-        let gen_ms = start.elapsed().as_millis() as u64;
+        let generate_time = start.elapsed();
+        let gen_ms = generate_time.as_millis() as u64;
         let write_start = Instant::now();
         let vk_digest = write_atomic(&self.dir.join(id.vk_file()), |w| params.vk.write(w))?;
         let params_digest = write_atomic(&self.dir.join(id.params_file()), |w| params.write(w))?;
@@ -399,7 +434,7 @@ impl ParamCache {
             params_digest,
             vk_digest,
             sector_size: id.sector_size,
-            generator: format!("cuzk-groth16 {}", env!("CARGO_PKG_VERSION")),
+            generator: format!("cuzk-groth16 {} ({generator})", env!("CARGO_PKG_VERSION")),
         };
         write_atomic(&self.dir.join(id.generation_record_file()), |w| {
             serde_json::to_writer_pretty(w, &record).map_err(io::Error::other)
@@ -409,7 +444,20 @@ impl ParamCache {
             write_ms = write_start.elapsed().as_millis() as u64,
             "parameters generated"
         );
-        Ok(())
+        Ok(generate_time)
+    }
+}
+
+/// Fresh random parameters for the PCE's circuit from the given generator.
+fn generate_with(generator: Generator, pce: &Pce) -> cuzk_groth16::Result<Parameters> {
+    let mut rng = rand::rngs::OsRng;
+    match generator {
+        Generator::Cpu => cuzk_groth16::generate_parameters(pce, &mut rng),
+        #[cfg(feature = "cuda")]
+        Generator::Gpu { device } => {
+            let device = cuzk_cuda::Device::open(device)?;
+            cuzk_groth16::gpu::generate_parameters_gpu_random(&device, pce, &mut rng)
+        }
     }
 }
 

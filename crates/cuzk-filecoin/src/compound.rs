@@ -3,7 +3,6 @@
 //! witnesses on the circuit's PCE and proves them through the backend, and every proof is
 //! checked against the verifier's own public inputs before it is returned.
 
-use crate::adapter::Parallel;
 use crate::cache::{CircuitId, CircuitKeys};
 use crate::error::{chain, Error, Result};
 use crate::Prover;
@@ -89,32 +88,33 @@ where
         .collect::<Result<_>>()?;
 
     let synth_start = Instant::now();
-    let witnesses: Vec<Witness> =
-        vanilla_proofs
-            .par_iter()
-            .enumerate()
-            .map(|(k, vanilla)| {
-                let c = CP::circuit(pub_in, Default::default(), vanilla, pub_params, Some(k))
-                    .map_err(|e| Error::Circuit {
-                        circuit: circuit(),
-                        partition: k,
-                        message: chain(&e),
-                    })?;
-                let w = keys.pce.synthesize_witness(Parallel(c)).map_err(|source| {
-                    Error::Synthesis {
-                        circuit: circuit(),
-                        partition: k,
-                        source,
-                    }
-                })?;
-                check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
+    let witnesses: Vec<Witness> = vanilla_proofs
+        .par_iter()
+        .enumerate()
+        .map(|(k, vanilla)| {
+            let c = CP::circuit(pub_in, Default::default(), vanilla, pub_params, Some(k)).map_err(
+                |e| Error::Circuit {
                     circuit: circuit(),
                     partition: k,
-                    index,
+                    message: chain(&e),
+                },
+            )?;
+            let w = keys
+                .pce
+                .synthesize_witness(c)
+                .map_err(|source| Error::Synthesis {
+                    circuit: circuit(),
+                    partition: k,
+                    source,
                 })?;
-                Ok(w)
-            })
-            .collect::<Result<_>>()?;
+            check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
+                circuit: circuit(),
+                partition: k,
+                index,
+            })?;
+            Ok(w)
+        })
+        .collect::<Result<_>>()?;
     let synthesis = synth_start.elapsed();
     tracing::info!(ms = synthesis.as_millis() as u64, "witnesses synthesized");
 

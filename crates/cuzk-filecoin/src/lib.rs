@@ -2,8 +2,8 @@
 //!
 //! filecoin-proofs 19.1 (CPU only) supplies the circuits, the public inputs and the
 //! verifiers; cuzk records each circuit once into a PCE, synthesizes witnesses on it and
-//! proves them (CPU by default, any [`PartitionProver`] backend otherwise). The output is
-//! byte for byte in filecoin-proofs' layout, so its verifiers (`verify_seal`,
+//! proves them (CPU by default, any [`PartitionProver`] backend otherwise: with the `cuda`
+//! feature, `GpuBackend` on a CUDA device). The output is byte for byte in filecoin-proofs' layout, so its verifiers (`verify_seal`,
 //! `verify_winning_post`, `verify_window_post`, `verify_empty_sector_update_proof`) accept it.
 //!
 //! - [`Prover`] holds a [`ParamCache`] and a backend; its methods mirror filecoin-proofs'
@@ -27,6 +27,8 @@ mod backend;
 mod cache;
 mod compound;
 mod error;
+#[cfg(feature = "cuda")]
+mod gpu;
 pub mod ids;
 mod porep;
 mod post;
@@ -34,9 +36,13 @@ mod progress;
 mod update;
 
 pub use backend::{CpuProver, PartitionProver};
-pub use cache::{file_digest, CachePolicy, CircuitId, CircuitKeys, DigestCheck, ParamCache};
+pub use cache::{
+    file_digest, CachePolicy, CircuitId, CircuitKeys, DigestCheck, Generator, ParamCache,
+};
 pub use compound::{Proved, Timings};
 pub use error::{BackendError, Error, ProofKind, Result};
+#[cfg(feature = "cuda")]
+pub use gpu::{GpuBackend, GpuBackendStats};
 pub use porep::decode_c1;
 
 pub use filecoin_proofs::{ChallengeSeed, Commitment, ProverId};
@@ -75,7 +81,7 @@ impl<'a> Prover<'a> {
         }
     }
 
-    /// A prover on the given backend (a GPU prover, say).
+    /// A prover on the given backend (`GpuBackend` on a CUDA device, say).
     pub fn new(cache: &'a ParamCache, backend: &'a dyn PartitionProver) -> Self {
         Prover { cache, backend }
     }

@@ -1,7 +1,7 @@
 //! PoRep commit phase 2 (C2): from the C1 output Lotus/Curio send to the proof bytes
 //! filecoin-proofs' `seal_commit_phase2` returns.
 
-use crate::cache::CircuitId;
+use crate::cache::{CircuitId, CircuitKeys, ParamCache};
 use crate::compound::{prove_partitions, Proved};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::ids::hex;
@@ -15,6 +15,7 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::seal::{SealCommitPhase1Output as ApiC1, VanillaSealProof};
 use serde::Deserialize;
+use std::sync::Arc;
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::parameter_cache::CacheableParameters;
@@ -223,17 +224,7 @@ impl Prover<'_> {
                 found: vanilla_proofs.len(),
             });
         }
-        let setup = compound_proof::SetupParams {
-            vanilla_params: filecoin_proofs::parameters::setup_params(config)
-                .map_err(|e| setup_error(kind, e))?,
-            partitions: Some(partitions),
-            priority: false,
-        };
-        let pub_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::setup(&setup)
-        .map_err(|e| setup_error(kind, e))?;
+        let (id, pub_params) = porep_circuit::<Tree>(config)?;
         let per_partition = pub_params
             .vanilla_params
             .challenges
@@ -275,14 +266,6 @@ impl Prover<'_> {
             }),
             k: None,
             seed: Some(seed),
-        };
-        let id = CircuitId {
-            kind,
-            cache_id: <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
-                StackedCircuit<Tree, DefaultPieceHasher>,
-                _,
-            >>::cache_identifier(&pub_params.vanilla_params),
-            sector_size: u64::from(config.sector_size),
         };
         let vanilla_params = &pub_params.vanilla_params;
         let mut proved = prove_partitions::<
@@ -333,6 +316,63 @@ impl Prover<'_> {
             })?;
         }
         Ok(proved)
+    }
+}
+
+/// filecoin-proofs' compound public parameters of a PoRep circuit.
+type PoRepParams<'a, Tree> =
+    compound_proof::PublicParams<'a, StackedDrg<'a, Tree, DefaultPieceHasher>>;
+
+/// The PoRep circuit of `config`: its id and filecoin-proofs' public parameters, as
+/// `seal_commit_phase2` sets them up.
+fn porep_circuit<'a, Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<(CircuitId, PoRepParams<'a, Tree>)> {
+    let kind = ProofKind::PoRep;
+    let setup = compound_proof::SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(config)
+            .map_err(|e| setup_error(kind, e))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let pub_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'a, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(|e| setup_error(kind, e))?;
+    let id = CircuitId {
+        kind,
+        cache_id: <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+            StackedCircuit<Tree, DefaultPieceHasher>,
+            _,
+        >>::cache_identifier(&pub_params.vanilla_params),
+        sector_size: u64::from(config.sector_size),
+    };
+    Ok((id, pub_params))
+}
+
+impl CircuitId {
+    /// The PoRep circuit of `config` (its parameter files' names follow from it).
+    pub fn porep<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<CircuitId> {
+        porep_circuit::<Tree>(config).map(|(id, _)| id)
+    }
+}
+
+impl ParamCache {
+    /// Loads the PoRep circuit of `config` ahead of the first C2 (which then finds it
+    /// loaded): parameters, PCE and verifying key, generated or recorded where the policy
+    /// allows, exactly as a C2 request would.
+    pub fn load_porep<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoRepConfig,
+    ) -> Result<Arc<CircuitKeys>> {
+        let (id, pub_params) = porep_circuit::<Tree>(config)?;
+        self.circuit(&id, || {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                StackedCircuit<Tree, DefaultPieceHasher>,
+            >>::blank_circuit(&pub_params.vanilla_params)
+        })
     }
 }
 

@@ -215,22 +215,22 @@ pub enum Error {
     /// The CUDA runtime failed (allocation, copy, launch, synchronisation).
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Cuda(#[from] cuzk_cuda::CudaError),
+    Cuda(Box<cuzk_cuda::CudaError>),
 
     /// An NTT on the device failed.
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Ntt(#[from] cuzk_ntt::NttError),
+    Ntt(Box<cuzk_ntt::NttError>),
 
     /// An MSM on the device failed.
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Msm(#[from] cuzk_msm::MsmError),
+    Msm(Box<cuzk_msm::MsmError>),
 
     /// A device memory budget refused a reservation the prover needs.
     #[cfg(feature = "cuda")]
     #[error("VRAM budget: {0}")]
-    Budget(#[from] cuzk_mem::MemError),
+    Budget(Box<cuzk_mem::MemError>),
 
     /// A point made on the device differs from the same multiple computed on the host (the
     /// GPU parameter generator spot-checks every query).
@@ -252,4 +252,34 @@ pub enum Error {
         /// Ordinal of the prover's device.
         prover: usize,
     },
+}
+
+/// The GPU crates' errors are boxed, so that results of this crate stay small on every path.
+#[cfg(feature = "cuda")]
+mod gpu_from {
+    use super::Error;
+
+    impl From<cuzk_cuda::CudaError> for Error {
+        fn from(e: cuzk_cuda::CudaError) -> Self {
+            Error::Cuda(Box::new(e))
+        }
+    }
+
+    impl From<cuzk_ntt::NttError> for Error {
+        fn from(e: cuzk_ntt::NttError) -> Self {
+            Error::Ntt(Box::new(e))
+        }
+    }
+
+    impl From<cuzk_msm::MsmError> for Error {
+        fn from(e: cuzk_msm::MsmError) -> Self {
+            Error::Msm(Box::new(e))
+        }
+    }
+
+    impl From<cuzk_mem::MemError> for Error {
+        fn from(e: cuzk_mem::MemError) -> Self {
+            Error::Budget(Box::new(e))
+        }
+    }
 }

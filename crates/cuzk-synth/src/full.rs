@@ -9,9 +9,11 @@ use ff::Field;
 
 /// Reference constraint system: assignments, a/b/c per constraint and the A/B densities.
 ///
-/// [`ConstraintSystem::new`] allocates the input ONE; [`FullCs::finish`] appends the
-/// input-consistency rows. It is extensible (sub-circuits synthesized into their own
-/// `FullCs` can be appended with [`ConstraintSystem::extend`]).
+/// [`FullCs::with_one`] starts a circuit's system with the input ONE; [`FullCs::finish`]
+/// appends the input-consistency rows. It is extensible with bellperson's contract:
+/// [`ConstraintSystem::new`] is empty, a sub-circuit synthesized into it allocates its own
+/// "temp ONE" as its first input, and [`ConstraintSystem::extend`] drops that input (the
+/// sub-circuit's ONE is ours) while appending everything else.
 #[derive(Clone, Debug)]
 pub struct FullCs {
     witness: Witness,
@@ -22,6 +24,14 @@ pub struct FullCs {
 }
 
 impl FullCs {
+    /// A system for a whole circuit: input 0 is the constant ONE.
+    pub fn with_one() -> FullCs {
+        let mut cs = FullCs::new();
+        cs.witness.inputs.push(Scalar::ONE);
+        cs.density.b_input.push(false);
+        cs
+    }
+
     /// Appends the input-consistency rows (A = input, B = C = 0) and returns the result.
     pub fn finish(mut self) -> Result<FullSynthesis, SynthError> {
         if let Some((constraint, variable)) = self.unallocated {
@@ -49,16 +59,14 @@ impl FullCs {
 impl ConstraintSystem<Scalar> for FullCs {
     type Root = Self;
 
+    /// An empty system (no ONE), as bellperson's: see [`FullCs`].
     fn new() -> Self {
-        let mut cs = FullCs {
+        FullCs {
             witness: Witness::default(),
             eval: Evaluations::default(),
             density: Density::default(),
             unallocated: None,
-        };
-        cs.witness.inputs.push(Scalar::ONE);
-        cs.density.b_input.push(false);
-        cs
+        }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -146,8 +154,9 @@ impl ConstraintSystem<Scalar> for FullCs {
                 self.unallocated = Some((self.num_constraints() + row, variable.clone()));
             }
         }
-        // `other` allocated its own ONE as input 0; it is ours, so its B bit merges into ours.
-        if other.density.b_input.get(0) {
+        // `other`'s input 0 is its temp ONE, which is our ONE: its B bit merges into ours
+        // and the rest follow. A system that never allocated an input has nothing to skip.
+        if !other.density.b_input.is_empty() && other.density.b_input.get(0) {
             self.density.b_input.set(0);
         }
         self.density.b_input.append_from(&other.density.b_input, 1);
@@ -158,7 +167,7 @@ impl ConstraintSystem<Scalar> for FullCs {
         self.eval.c.extend_from_slice(&other.eval.c);
         self.witness
             .inputs
-            .extend_from_slice(&other.witness.inputs[1..]);
+            .extend_from_slice(other.witness.inputs.get(1..).unwrap_or_default());
         self.witness.aux.extend_from_slice(&other.witness.aux);
     }
 }

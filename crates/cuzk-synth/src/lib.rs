@@ -18,6 +18,11 @@
 //! with the filtered queries of a parameter file.
 //!
 //! [`check_satisfied`] names the first constraint a circuit's assignment breaks.
+//!
+//! The extensible systems follow bellperson's contract for sub-circuits synthesized apart
+//! and merged in order: `ConstraintSystem::new()` is empty, the sub-circuit allocates its own
+//! ONE ("temp ONE") as its first input, and `extend` drops that input, its column being the
+//! receiver's ONE. The entry points above start their root system with ONE themselves.
 #![forbid(unsafe_code)]
 
 mod bitmap;
@@ -40,19 +45,19 @@ pub use pce::{Csr, Pce, MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 pub use types::{Density, Evaluations, FullSynthesis, Witness};
 pub use witness::WitnessCs;
 
-use bellpepper_core::{Circuit, ConstraintSystem};
+use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
 
 /// Runs the circuit on the reference constraint system (bellperson's proving assignment).
 pub fn synthesize_full<C: Circuit<Scalar>>(circuit: C) -> Result<FullSynthesis, SynthError> {
-    let mut cs = FullCs::new();
+    let mut cs = FullCs::with_one();
     circuit.synthesize(&mut cs)?;
     cs.finish()
 }
 
 /// Runs the circuit on the witness-only constraint system: assignments, no constraints.
 pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C) -> Result<Witness, SynthError> {
-    let mut cs = WitnessCs::new();
+    let mut cs = WitnessCs::with_one();
     circuit.synthesize(&mut cs)?;
     Ok(cs.into_witness())
 }

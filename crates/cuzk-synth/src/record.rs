@@ -120,6 +120,10 @@ impl Builder {
 }
 
 /// Constraint system that records A, B and C; value closures are never called.
+///
+/// Extensible with bellperson's contract, like [`crate::FullCs`]: [`ConstraintSystem::new`]
+/// is empty, a sub-circuit's first input is its temp ONE, and `extend` maps that column to
+/// our ONE and drops the input. [`RecordingCs::with_one`] starts a whole circuit.
 #[derive(Clone, Debug)]
 pub(crate) struct RecordingCs {
     num_inputs: usize,
@@ -132,6 +136,14 @@ pub(crate) struct RecordingCs {
 }
 
 impl RecordingCs {
+    /// A system for a whole circuit: input 0 is the constant ONE.
+    pub(crate) fn with_one() -> RecordingCs {
+        RecordingCs {
+            num_inputs: 1,
+            ..RecordingCs::new()
+        }
+    }
+
     fn num_constraints(&self) -> usize {
         self.a.row_ptr.len() - 1
     }
@@ -176,9 +188,10 @@ impl RecordingCs {
 impl ConstraintSystem<Scalar> for RecordingCs {
     type Root = Self;
 
+    /// An empty system (no ONE), as bellperson's: see [`RecordingCs`].
     fn new() -> Self {
         RecordingCs {
-            num_inputs: 1,
+            num_inputs: 0,
             num_aux: 0,
             a: Builder::new(),
             b: Builder::new(),
@@ -258,7 +271,8 @@ impl ConstraintSystem<Scalar> for RecordingCs {
         self.a.append(&other.a, input_base, aux_base);
         self.b.append(&other.b, input_base, aux_base);
         self.c.append(&other.c, input_base, aux_base);
-        self.num_inputs += other.num_inputs - 1;
+        // `other`'s input 0 (its temp ONE, column 0 above) is our ONE.
+        self.num_inputs += other.num_inputs.saturating_sub(1);
         self.num_aux += other.num_aux;
     }
 }

@@ -9,8 +9,11 @@ use ff::Field;
 ///
 /// `enforce` never calls its linear-combination closures, which is where most of a
 /// circuit's synthesis time goes. It is a witness generator (circuits may write
-/// assignments in bulk through `extend_aux`, `allocate_empty` and friends) and extensible.
-/// [`ConstraintSystem::new`] allocates the input ONE.
+/// assignments in bulk through `extend_aux`, `allocate_empty` and friends) and extensible
+/// with bellperson's contract: [`ConstraintSystem::new`] is empty, a sub-circuit synthesized
+/// into it allocates its own "temp ONE" first, and [`ConstraintSystem::extend`] drops that
+/// input. [`WitnessCs::with_one`] and [`WitnessCs::with_capacity`] start a whole circuit's
+/// system, input 0 being ONE.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WitnessCs {
     inputs: Vec<Scalar>,
@@ -18,8 +21,14 @@ pub struct WitnessCs {
 }
 
 impl WitnessCs {
-    /// A constraint system with room for `num_inputs` inputs (ONE included) and `num_aux`
-    /// aux variables, so that a circuit of known shape never reallocates.
+    /// A system for a whole circuit: input 0 is the constant ONE.
+    pub fn with_one() -> WitnessCs {
+        WitnessCs::with_capacity(1, 0)
+    }
+
+    /// A system for a whole circuit (input 0 is ONE) with room for `num_inputs` inputs (ONE
+    /// included) and `num_aux` aux variables, so that a circuit of known shape never
+    /// reallocates.
     pub fn with_capacity(num_inputs: usize, num_aux: usize) -> WitnessCs {
         let mut inputs = Vec::with_capacity(num_inputs.max(1));
         inputs.push(Scalar::ONE);
@@ -48,8 +57,12 @@ fn grow(v: &mut Vec<Scalar>, n: usize) -> &mut [Scalar] {
 impl ConstraintSystem<Scalar> for WitnessCs {
     type Root = Self;
 
+    /// An empty system (no ONE), as bellperson's: see [`WitnessCs`].
     fn new() -> Self {
-        WitnessCs::with_capacity(1, 0)
+        WitnessCs {
+            inputs: Vec::new(),
+            aux: Vec::new(),
+        }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -100,8 +113,9 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 
     fn extend(&mut self, other: &Self) {
-        // `other.inputs[0]` is its own copy of ONE.
-        self.inputs.extend_from_slice(&other.inputs[1..]);
+        // `other.inputs[0]` is its temp ONE, our ONE.
+        self.inputs
+            .extend_from_slice(other.inputs.get(1..).unwrap_or_default());
         self.aux.extend_from_slice(&other.aux);
     }
 

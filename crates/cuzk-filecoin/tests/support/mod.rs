@@ -1,8 +1,15 @@
-//! Test fixtures: 2KiB sectors sealed with filecoin-proofs, and the shared parameter cache
-//! under target/ that every test of the binary uses.
+//! Test fixtures: 2KiB sectors sealed with filecoin-proofs, and the parameter cache the tests
+//! of a binary share.
+//!
+//! Where the files go: under `$CUZK_FILECOIN_DIR` when set; else, run by cargo (which points
+//! `FIL_PROOFS_PARAMETER_CACHE` and `FIL_PROOFS_PARENT_CACHE` under target/), under target/;
+//! else (a bundled binary on a GPU host) under `./filecoin-work`. Outside cargo the two
+//! variables are set here, before filecoin-proofs first reads them.
+// Each test binary (the CPU one, the GPU one) uses its own part of the fixtures.
+#![allow(dead_code)]
 
 use anyhow::{ensure, Result};
-use cuzk_filecoin::{CachePolicy, DigestCheck, ParamCache};
+use cuzk_filecoin::{CachePolicy, DigestCheck, Generator, ParamCache};
 use filecoin_proofs::{
     add_piece, generate_piece_commitment, seal_commit_phase1, seal_pre_commit_phase1,
     seal_pre_commit_phase2, Commitment, PaddedBytesAmount, PieceInfo, PoRepConfig, ProverId,
@@ -16,6 +23,12 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::sector::SectorId;
 use tempfile::TempDir;
+
+/// Names the folder for parameters, parent caches and sectors outside cargo's target/.
+pub const WORK_DIR_ENV: &str = "CUZK_FILECOIN_DIR";
+/// The folder used outside cargo when [`WORK_DIR_ENV`] is not set, relative to the current
+/// directory.
+pub const DEFAULT_WORK_DIR: &str = "filecoin-work";
 
 pub type Tree = SectorShape2KiB;
 
@@ -54,38 +67,85 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A fresh folder under target/tmp, removed when dropped.
+/// Where this binary's files go.
+#[derive(Debug)]
+pub struct Layout {
+    /// The parameter folder: filecoin-proofs' own, so its verifiers read what cuzk generated.
+    pub params: PathBuf,
+    /// Sealed sectors and other temporary folders.
+    pub scratch: PathBuf,
+}
+
+/// The layout, chosen once per process (see the module docs).
+pub fn layout() -> &'static Layout {
+    static LAYOUT: OnceLock<Layout> = OnceLock::new();
+    LAYOUT.get_or_init(|| {
+        init_logs();
+        match std::env::var_os(WORK_DIR_ENV) {
+            Some(dir) => standalone(PathBuf::from(dir)),
+            None if std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").is_some() => under_target(),
+            None => standalone(PathBuf::from(DEFAULT_WORK_DIR)),
+        }
+    })
+}
+
+/// Under cargo's target/, as `.cargo/config.toml` sets filecoin-proofs' folders.
+fn under_target() -> Layout {
+    let params =
+        std::path::absolute(ParamCache::filecoin_dir()).expect("absolute parameter folder");
+    assert!(
+        params.starts_with(target_dir()),
+        "FIL_PROOFS_PARAMETER_CACHE ({}) must lie under {}: run through cargo, which sets it, or set {WORK_DIR_ENV}",
+        params.display(),
+        target_dir().display()
+    );
+    Layout {
+        params,
+        scratch: PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+    }
+}
+
+/// Everything under `dir`, filecoin-proofs' folders included.
+fn standalone(dir: PathBuf) -> Layout {
+    let dir = std::path::absolute(&dir).expect("absolute work folder");
+    let (params, parents, scratch) = (dir.join("params"), dir.join("parents"), dir.join("tmp"));
+    for d in [&params, &parents, &scratch] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+    }
+    // Every test asks for the layout before it calls filecoin-proofs, which reads these once.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+    std::env::set_var("FIL_PROOFS_PARENT_CACHE", &parents);
+    assert_eq!(
+        std::path::absolute(ParamCache::filecoin_dir()).expect("absolute parameter folder"),
+        params,
+        "filecoin-proofs read its settings before the tests set them"
+    );
+    Layout { params, scratch }
+}
+
+/// A fresh folder in the layout's scratch folder, removed when dropped.
 pub fn temp_dir(prefix: &str) -> TempDir {
     tempfile::Builder::new()
         .prefix(prefix)
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temporary folder under target/tmp")
+        .tempdir_in(&layout().scratch)
+        .expect("temporary folder in the scratch folder")
 }
 
-/// The cache every test shares: filecoin-proofs' own parameter folder (so that its
-/// verifiers read what cuzk generated), which `.cargo/config.toml` places under target/;
-/// generation allowed for 2KiB sectors.
+/// The tests' cache policy: generation allowed for 2KiB sectors, digests checked.
+pub fn test_policy(generator: Generator) -> CachePolicy {
+    CachePolicy {
+        generate_up_to: SECTOR_SIZE_2_KIB,
+        generator,
+        digests: DigestCheck::Verify,
+        pce_on_disk: true,
+    }
+}
+
+/// The cache the CPU tests share: filecoin-proofs' own parameter folder (so that its
+/// verifiers read what cuzk generated), parameters generated on the CPU.
 pub fn cache() -> &'static ParamCache {
     static CACHE: OnceLock<ParamCache> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        init_logs();
-        let dir = ParamCache::filecoin_dir();
-        let dir = std::path::absolute(&dir).expect("absolute parameter folder");
-        assert!(
-            dir.starts_with(target_dir()),
-            "FIL_PROOFS_PARAMETER_CACHE ({}) must lie under {}: run through cargo, which sets it",
-            dir.display(),
-            target_dir().display()
-        );
-        ParamCache::with_policy(
-            dir,
-            CachePolicy {
-                generate_up_to: SECTOR_SIZE_2_KIB,
-                digests: DigestCheck::Verify,
-                pce_on_disk: true,
-            },
-        )
-    })
+    CACHE.get_or_init(|| ParamCache::with_policy(&layout().params, test_policy(Generator::Cpu)))
 }
 
 /// Serializes the PoRep proofs: each holds about 2 GB at its peak.

@@ -685,7 +685,7 @@ impl GpuProver {
             let left = b.capacity().saturating_sub(other);
             v = v.min(left);
             if v < MIN_MSM_VRAM {
-                return Err(Error::Budget(cuzk_mem::MemError::ExceedsCapacity {
+                return Err(Error::from(cuzk_mem::MemError::ExceedsCapacity {
                     budget: b.name().to_string(),
                     requested: other + MIN_MSM_VRAM,
                     capacity: b.capacity(),

@@ -9,7 +9,7 @@ pub use file::{MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 
 use crate::record::RecordingCs;
 use crate::{Bitmap, Density, SynthError, Witness, WitnessCs};
-use bellpepper_core::{Circuit, ConstraintSystem};
+use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
 use ff::Field;
 
@@ -130,7 +130,7 @@ pub struct Pce {
 impl Pce {
     /// Records the circuit's A/B/C (values of the assignment are not evaluated).
     pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Pce, SynthError> {
-        let mut cs = RecordingCs::new();
+        let mut cs = RecordingCs::with_one();
         circuit.synthesize(&mut cs)?;
         let pce = cs.finish()?;
         tracing::debug!(

@@ -46,8 +46,9 @@ enum Op {
         c: Vec<Term>,
     },
     Namespace(String, Vec<Op>),
-    /// A sub-circuit over its own variables (and ONE): synthesized into `CS::new()` and
-    /// appended with `extend` when the constraint system is extensible, inline otherwise.
+    /// A sub-circuit over its own variables (and ONE): synthesized into `CS::new()` (which
+    /// gets a temp ONE first, as bellperson's contract asks) and appended with `extend` when
+    /// the constraint system is extensible, inline otherwise.
     Segment(String, Vec<Op>),
 }
 

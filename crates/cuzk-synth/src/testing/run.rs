@@ -3,6 +3,7 @@
 use super::{Op, Term, Var};
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_field::Scalar;
+use ff::Field;
 
 /// The closure that builds `terms` over the constraint system's variables.
 fn lc(
@@ -110,7 +111,10 @@ pub(super) fn run<CS: ConstraintSystem<Scalar>>(
             Op::Segment(name, inner) => {
                 let (mut seg_inputs, mut seg_aux) = (vec![CS::one()], Vec::new());
                 if CS::is_extensible() {
+                    // bellperson's contract: a fresh system is empty and its first input is
+                    // the sub-circuit's own ONE, which `extend` drops.
                     let mut sub = CS::new();
+                    sub.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
                     run(&mut sub, inner, values, &mut seg_inputs, &mut seg_aux)?;
                     cs.extend(&sub);
                 } else {
