@@ -1,6 +1,7 @@
 //! `cargo xtask bundle`: everything a GPU host without Rust needs to run cuzk's GPU tests,
 //! benchmarks and service, in `target/bundle/`: stripped release test binaries (one per crate
-//! that has `gpu_` tests), the `cuzk-bench`, `cuzk-daemon` and `cuzk` binaries, the kernel
+//! that has `gpu_` tests; those linking filecoin-proofs xz-packed behind an unpacking wrapper
+//! of the same name), the `cuzk-bench`, `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep` and `run-filecoin`
 //! scripts.
 
@@ -22,6 +23,13 @@ const RUN_BENCH: &str = include_str!("../bundle/run-bench");
 const RUN_E2E: &str = include_str!("../bundle/run-e2e");
 const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
+/// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
+const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
+
+/// Binaries shipped xz-packed behind [`PACKED_WRAPPER`] under their own name: both link
+/// filecoin-proofs (about 5 MiB each stripped, a quarter of that packed), which would push the
+/// bundle over its cap. The wrapper unpacks on first use, so scripts call them as before.
+const PACKED: &[&str] = &["cuzk-bench", "cuzk-filecoin.gpu"];
 
 /// Options of `cargo xtask bundle`.
 #[derive(clap::Args, Debug)]
@@ -55,9 +63,9 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     }
     fs::copy(&image, dir.join("kernels").join(kernels::IMAGE_FILE))?;
     for (name, exe) in &tests {
-        install_binary(exe, &dir.join("tests").join(name))?;
+        install(exe, &dir.join("tests").join(name))?;
     }
-    install_binary(&bench, &dir.join("bin/cuzk-bench"))?;
+    install(&bench, &dir.join("bin/cuzk-bench"))?;
     for (name, exe) in &service {
         install_binary(exe, &dir.join("bin").join(name))?;
     }
@@ -256,6 +264,38 @@ fn bench_features() -> Result<Vec<String>> {
         .unwrap_or_default())
 }
 
+/// Installs a binary: packed behind its wrapper when it is one of [`PACKED`] and `xz` is
+/// here, else stripped as it is.
+fn install(from: &Path, to: &Path) -> Result<()> {
+    let name = to.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if !PACKED.contains(&name) {
+        return install_binary(from, to);
+    }
+    let dir = to.parent().context("a binary's folder")?;
+    let real = dir.join(format!(".{name}"));
+    let packed = dir.join(format!(".{name}.xz"));
+    install_binary(from, &real)?;
+    let xz = fs::File::create(&packed).and_then(|out| {
+        Command::new("xz")
+            .args(["-9", "-c"])
+            .arg(&real)
+            .stdout(out)
+            .status()
+    });
+    match xz {
+        Ok(s) if s.success() => {
+            fs::remove_file(&real)?;
+            write_script(to, &PACKED_WRAPPER.replace("@NAME@", name))
+        }
+        _ => {
+            eprintln!("    warning: could not xz-pack {name}; shipping it unpacked");
+            let _ = fs::remove_file(&packed);
+            fs::rename(&real, to)?;
+            Ok(())
+        }
+    }
+}
+
 /// Copies a binary and strips its symbols (release builds already drop debug info).
 fn install_binary(from: &Path, to: &Path) -> Result<()> {
     fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
@@ -328,6 +368,10 @@ mod tests {
             assert!(script.contains("backend = \"cuda\""));
         }
         assert!(RUN_SWEEP.contains("16777214"));
+        // A packed binary's wrapper runs the unpacked binary with the same arguments.
+        assert!(PACKED_WRAPPER.starts_with("#!/usr/bin/env bash\n"));
+        assert!(PACKED_WRAPPER.contains("exec \"$REAL\" \"$@\""));
+        assert!(PACKED_WRAPPER.contains("REAL=\"$HERE/.@NAME@\""));
         // The Filecoin script runs the bundled GPU test binary of cuzk-filecoin, then its bench.
         assert!(RUN_FILECOIN.contains("tests/cuzk-filecoin.gpu"));
         assert!(RUN_FILECOIN.contains("cuzk-bench\" filecoin"));
