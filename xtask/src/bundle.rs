@@ -1,7 +1,7 @@
 //! `cargo xtask bundle`: everything a GPU host without Rust needs to run cuzk's GPU tests,
 //! benchmarks and service, in `target/bundle/`: stripped release test binaries (one per crate
-//! that has `gpu_` tests; those linking filecoin-proofs xz-packed behind an unpacking wrapper
-//! of the same name), the `cuzk-bench`, `cuzk-daemon` and `cuzk` binaries, the kernel
+//! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
+//! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep` and `run-filecoin`
 //! scripts.
 
@@ -25,11 +25,6 @@ const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
-
-/// Binaries shipped xz-packed behind [`PACKED_WRAPPER`] under their own name: both link
-/// filecoin-proofs (about 5 MiB each stripped, a quarter of that packed), which would push the
-/// bundle over its cap. The wrapper unpacks on first use, so scripts call them as before.
-const PACKED: &[&str] = &["cuzk-bench", "cuzk-filecoin.gpu"];
 
 /// Options of `cargo xtask bundle`.
 #[derive(clap::Args, Debug)]
@@ -63,9 +58,9 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     }
     fs::copy(&image, dir.join("kernels").join(kernels::IMAGE_FILE))?;
     for (name, exe) in &tests {
-        install(exe, &dir.join("tests").join(name))?;
+        install_packed(exe, &dir.join("tests").join(name))?;
     }
-    install(&bench, &dir.join("bin/cuzk-bench"))?;
+    install_packed(&bench, &dir.join("bin/cuzk-bench"))?;
     for (name, exe) in &service {
         install_binary(exe, &dir.join("bin").join(name))?;
     }
@@ -264,13 +259,13 @@ fn bench_features() -> Result<Vec<String>> {
         .unwrap_or_default())
 }
 
-/// Installs a binary: packed behind its wrapper when it is one of [`PACKED`] and `xz` is
-/// here, else stripped as it is.
-fn install(from: &Path, to: &Path) -> Result<()> {
+/// Installs a binary stripped and xz-packed, as `.<name>.xz` behind [`PACKED_WRAPPER`] under
+/// its own name, which unpacks it on first use, so that scripts call it as before (unpacked
+/// when this machine has no `xz`). The test binaries and `cuzk-bench` are packed: a quarter of
+/// their size, and those linking filecoin-proofs are several MiB each. The service binaries,
+/// which scripts start and signal by process id, are not.
+fn install_packed(from: &Path, to: &Path) -> Result<()> {
     let name = to.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    if !PACKED.contains(&name) {
-        return install_binary(from, to);
-    }
     let dir = to.parent().context("a binary's folder")?;
     let real = dir.join(format!(".{name}"));
     let packed = dir.join(format!(".{name}.xz"));

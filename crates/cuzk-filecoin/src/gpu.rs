@@ -116,10 +116,14 @@ impl GpuBackend {
         }
     }
 
-    /// Number of circuits whose parameters are on the device.
+    /// Number of circuits whose parameters are on the device or being placed there (never
+    /// waits for a placement).
     pub fn circuits(&self) -> usize {
         let slots: Vec<Slot> = lock(&self.slots).values().cloned().collect();
-        slots.iter().filter(|s| lock(s).is_some()).count()
+        slots
+            .iter()
+            .filter(|s| s.try_lock().map_or(true, |placed| placed.is_some()))
+            .count()
     }
 
     /// Places `params` on the device ahead of the first proof (the first proof does it

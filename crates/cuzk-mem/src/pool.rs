@@ -58,10 +58,14 @@ pub struct PoolStats {
 /// The charges of one pooled buffer: its bytes in the pool's own budget and, if the pool
 /// has one, in the host budget. Both are released when the buffer is freed, never when it
 /// merely goes back to the pool.
+///
+/// Fields drop in declaration order: the host charge is released before the pool's, and
+/// charging takes the pool's first, so the pool's share of the host ledger never exceeds the
+/// pool's own ledger, even while other threads charge concurrently.
 pub(crate) struct Ticket {
     class: u64,
-    _pinned: Reservation,
     _host: Option<Reservation>,
+    _pinned: Reservation,
 }
 
 impl Ticket {
