@@ -365,7 +365,7 @@ mod tests {
         assert!(RUN_SWEEP.contains("16777214"));
         // A packed binary's wrapper runs the unpacked binary with the same arguments.
         assert!(PACKED_WRAPPER.starts_with("#!/usr/bin/env bash\n"));
-        assert!(PACKED_WRAPPER.contains("exec \"$REAL\" \"$@\""));
+        assert!(PACKED_WRAPPER.contains("exec -a \"$0\" \"$REAL\" \"$@\""));
         assert!(PACKED_WRAPPER.contains("REAL=\"$HERE/.@NAME@\""));
         // The Filecoin script runs the bundled GPU test binary of cuzk-filecoin, then its bench.
         assert!(RUN_FILECOIN.contains("tests/cuzk-filecoin.gpu"));
