@@ -72,7 +72,7 @@ struct Row {
     partitions: usize,
     seal_s: f64,
     paramgen_s: Option<f64>,
-    pce_load_s: f64,
+    circuit_load_s: f64,
     upload_s: f64,
     cuzk_first_s: f64,
     cuzk_s: f64,
@@ -162,7 +162,7 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| sector | partitions | constraints | cuzk GPU C2 s | filecoin-proofs CPU C2 s | speedup | cuzk GPU paramgen s | cuzk C2 first s | fp C2 first s | cuzk synthesis s | bellperson synthesis s | cuzk prove s | PCE load s | params upload s | seal (PC1+PC2+C1) s |"
+        "| sector | partitions | constraints | cuzk GPU C2 s | filecoin-proofs CPU C2 s | speedup | cuzk GPU paramgen s | cuzk C2 first s | fp C2 first s | cuzk synthesis s | bellperson synthesis s | cuzk prove s | circuit load s | params upload s | seal (PC1+PC2+C1) s |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
@@ -185,7 +185,7 @@ fn print_table(rows: &[Row]) {
             r.cuzk_synth_s,
             opt(r.bp_synth_s),
             r.cuzk_prove_s,
-            r.pce_load_s,
+            r.circuit_load_s,
             r.upload_s,
             r.seal_s,
         );
@@ -326,7 +326,7 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
         partitions,
         seal_s,
         paramgen_s,
-        pce_load_s: (keys.load_time.as_secs_f64() - paramgen_s.unwrap_or(0.0)).max(0.0),
+        circuit_load_s: (keys.load_time.as_secs_f64() - paramgen_s.unwrap_or(0.0)).max(0.0),
         upload_s,
         cuzk_first_s: first.timings.total.as_secs_f64(),
         cuzk_s: median(&total).as_secs_f64(),

@@ -268,6 +268,7 @@ impl Prover<'_> {
             seed: Some(seed),
         };
         let vanilla_params = &pub_params.vanilla_params;
+        let runs = challenge_runs(partitions, per_partition);
         let mut proved = prove_partitions::<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             StackedCircuit<Tree, DefaultPieceHasher>,
@@ -283,6 +284,28 @@ impl Prover<'_> {
                     StackedDrg<'_, Tree, DefaultPieceHasher>,
                     _,
                 >>::generate_public_inputs(&public_inputs, vanilla_params, Some(k))
+            },
+            |k, vanilla| {
+                // The stacked circuit synthesizes its challenges one after another; with cores
+                // to spare, runs of them are synthesized in parallel and joined.
+                let size = vanilla.len().div_ceil(runs);
+                if runs < 2 || size >= vanilla.len() {
+                    return None;
+                }
+                // A run whose circuit cannot be built makes the partition synthesize whole.
+                vanilla
+                    .chunks(size)
+                    .map(|run| {
+                        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                            StackedDrg<'_, Tree, DefaultPieceHasher>,
+                            _,
+                        >>::circuit(
+                            &public_inputs, (), &run.to_vec(), vanilla_params, Some(k)
+                        )
+                        .ok()
+                        .map(|c| (c, run.len()))
+                    })
+                    .collect()
             },
         )?;
 
@@ -317,6 +340,13 @@ impl Prover<'_> {
         }
         Ok(proved)
     }
+}
+
+/// Into how many runs each partition's challenges are split for synthesis: enough to give
+/// every core work when there are fewer partitions than cores (a 2KiB to 512MiB sector has one
+/// partition of two challenges), one when the partitions alone keep the cores busy.
+fn challenge_runs(partitions: usize, challenges: usize) -> usize {
+    (rayon::current_num_threads() / partitions.max(1)).clamp(1, challenges.max(1))
 }
 
 /// filecoin-proofs' compound public parameters of a PoRep circuit.

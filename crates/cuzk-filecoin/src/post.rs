@@ -317,10 +317,19 @@ impl Prover<'_> {
             FallbackPoSt<'_, Tree>,
             FallbackPoStCircuit<Tree>,
             FallbackPoStCompound<Tree>,
-        >(self, &id, &pub_inputs, &circuit_proofs, vp, |k| {
-            let (inputs, offset) = &verifier_inputs;
-            FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
-        })
+        >(
+            self,
+            &id,
+            &pub_inputs,
+            &circuit_proofs,
+            vp,
+            |k| {
+                let (inputs, offset) = &verifier_inputs;
+                FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
+            },
+            // The circuit parallelizes its sectors itself (it extends its constraint system).
+            |_, _| None,
+        )
     }
 }
 

@@ -120,9 +120,21 @@ impl Prover<'_> {
             EmptySectorUpdate<Tree>,
             EmptySectorUpdateCircuit<Tree>,
             EmptySectorUpdateCompound<Tree>,
-        >(self, &id, &public_inputs, &vanilla_proofs, vp, |k| {
-            EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&public_inputs, vp, Some(k))
-        })
+        >(
+            self,
+            &id,
+            &public_inputs,
+            &vanilla_proofs,
+            vp,
+            |k| {
+                EmptySectorUpdateCompound::<Tree>::generate_public_inputs(
+                    &public_inputs,
+                    vp,
+                    Some(k),
+                )
+            },
+            |_, _| None,
+        )
     }
 }
 
