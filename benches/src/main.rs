@@ -9,6 +9,7 @@ mod gpu_msm;
 mod gpu_ntt;
 #[cfg(feature = "cuda")]
 mod gpu_prove;
+mod host;
 mod logcap;
 mod paramgen;
 mod stats;
@@ -29,6 +30,8 @@ enum Cmd {
     Cpu(cpu::Args),
     /// Parameter generation, cuzk vs bellperson, same circuit.
     Paramgen(paramgen::Args),
+    /// The host side of GPU proofs alone: synthesis and checked evaluation, several workers.
+    Host(host::Args),
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
@@ -47,6 +50,7 @@ fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Cpu(args) => cpu::run(&args),
         Cmd::Paramgen(args) => paramgen::run(&args),
+        Cmd::Host(args) => host::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]

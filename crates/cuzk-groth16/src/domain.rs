@@ -35,6 +35,12 @@ impl Domain {
     ///
     /// Like bellperson, refuses domains of `2^32`: the largest is `2^31`.
     pub fn new(min_size: usize) -> Result<Self> {
+        Ok(Self::with_log_size(Self::log_size_for(min_size)?))
+    }
+
+    /// log2 of the size [`Domain::new`] would choose for `min_size` points, with the same
+    /// error, without computing the twiddles (a table of the domain's size).
+    pub fn log_size_for(min_size: usize) -> Result<u32> {
         let log_size = min_size.max(1).next_power_of_two().trailing_zeros();
         if log_size >= FR_TWO_ADICITY {
             return Err(Error::DomainTooLarge {
@@ -43,7 +49,12 @@ impl Domain {
                 max_log: FR_TWO_ADICITY - 1,
             });
         }
-        Ok(Self::with_log_size(log_size))
+        Ok(log_size)
+    }
+
+    /// The domain of exactly `2^log_size` points; `log_size` from [`Domain::log_size_for`].
+    pub(crate) fn of_log_size(log_size: u32) -> Self {
+        Self::with_log_size(log_size)
     }
 
     fn with_log_size(log_size: u32) -> Self {

@@ -4,6 +4,7 @@ use crate::Witness;
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_field::Scalar;
 use ff::Field;
+use rayon::prelude::*;
 
 /// Witness-only constraint system: records assignments, ignores constraints.
 ///
@@ -47,10 +48,21 @@ impl WitnessCs {
     }
 }
 
+/// Bulk allocations from this many variables on are zeroed by every core: a circuit that
+/// writes its assignment in bulk (hundreds of megabytes at 2^24 variables) would otherwise wait
+/// for one thread to touch every page first.
+const PARALLEL_GROW: usize = 1 << 16;
+
 /// Grows `v` by `n` zeros and returns the new tail.
 fn grow(v: &mut Vec<Scalar>, n: usize) -> &mut [Scalar] {
     let start = v.len();
-    v.resize(start + n, Scalar::ZERO);
+    if n < PARALLEL_GROW {
+        v.resize(start + n, Scalar::ZERO);
+    } else {
+        // An indexed parallel extend writes the new elements in place, in parallel.
+        v.reserve(n);
+        v.par_extend(rayon::iter::repeat_n(Scalar::ZERO, n));
+    }
     &mut v[start..]
 }
 
@@ -149,5 +161,29 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 
     fn aux_slice(&self) -> &[Scalar] {
         &self.aux
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_allocations_are_zeroed_tails_large_or_small() {
+        for n in [0, 3, PARALLEL_GROW - 1, PARALLEL_GROW, PARALLEL_GROW + 5] {
+            let mut cs = WitnessCs::with_one();
+            cs.extend_aux(&[Scalar::ONE, Scalar::ONE]);
+            let (aux, inputs) = cs.allocate_empty(n, 2);
+            assert_eq!((aux.len(), inputs.len()), (n, 2));
+            assert!(aux
+                .iter()
+                .chain(inputs.iter())
+                .all(|x| bool::from(x.is_zero())));
+            aux.iter_mut().for_each(|x| *x = Scalar::ONE);
+            let w = cs.into_witness();
+            assert_eq!(w.aux.len(), n + 2);
+            assert!(w.aux.iter().all(|x| *x == Scalar::ONE));
+            assert_eq!(w.inputs, vec![Scalar::ONE, Scalar::ZERO, Scalar::ZERO]);
+        }
     }
 }

@@ -100,9 +100,9 @@ pub(crate) fn prepare(
             found: pce.num_inputs + pce.num_aux,
         });
     }
-    let domain = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
+    let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
     let lengths = Lengths {
-        n: domain.size(),
+        n: 1 << log_n,
         aux: witness.aux.len(),
         a: shape.a,
         b: shape.b_g1,
@@ -151,7 +151,7 @@ pub(crate) fn prepare(
 
     Ok(PreparedWitness {
         buffers,
-        log_n: domain.log_size(),
+        log_n,
         shape: *shape,
         eval_ms,
         scalars_ms,

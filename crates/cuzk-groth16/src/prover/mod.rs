@@ -84,13 +84,13 @@ pub fn prove_synthesized(
     } = synthesis;
     let shape = Shape::of(params);
     check_witness(&shape, &witness.inputs, &witness.aux)?;
-    let domain = check_queries(
+    let domain = Domain::of_log_size(check_queries(
         &shape,
         witness.inputs.len(),
         witness.aux.len(),
         density,
         eval.a.len(),
-    )?;
+    )?);
     prove_core(params, &domain, witness, eval.clone(), density, r, s)
 }
 
@@ -150,7 +150,8 @@ fn prove_with_density(
             found: pce.num_inputs + pce.num_aux,
         });
     }
-    let domain = check_queries(&shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
+    let log_size = check_queries(&shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
+    let domain = Domain::of_log_size(log_size);
     let eval = pce.evaluate(witness)?;
     prove_core(params, &domain, witness, eval, density, r, s)
 }
