@@ -9,6 +9,8 @@ mod gpu_msm;
 mod gpu_ntt;
 #[cfg(feature = "cuda")]
 mod gpu_prove;
+#[cfg(feature = "cuda")]
+mod gpu_scale;
 mod host;
 mod logcap;
 mod paramgen;
@@ -41,6 +43,9 @@ enum Cmd {
     /// GPU prover on PoRep-shaped partitions: time per partition, phases, idle share (feature `cuda`).
     #[cfg(feature = "cuda")]
     Prove(gpu_prove::Args),
+    /// The GPU side alone on one and several GPUs: replayed prepared witnesses (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    Scale(gpu_scale::Args),
     /// Filecoin PoRep C2 of sealed sectors: cuzk on the GPU vs filecoin-proofs on the CPU (feature `cuda`).
     #[cfg(feature = "cuda")]
     Filecoin(filecoin::Args),
@@ -57,6 +62,8 @@ fn main() -> Result<()> {
         Cmd::Msm(args) => gpu_msm::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Prove(args) => gpu_prove::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::Scale(args) => gpu_scale::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Filecoin(args) => filecoin::run(&args),
     }

@@ -2,7 +2,7 @@
 //! benchmarks and service, in `target/bundle/`: stripped release test binaries (one per crate
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
-//! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep` and `run-filecoin`
+//! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale` and `run-filecoin`
 //! scripts.
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
@@ -22,6 +22,7 @@ const RUN_TESTS: &str = include_str!("../bundle/run-tests");
 const RUN_BENCH: &str = include_str!("../bundle/run-bench");
 const RUN_E2E: &str = include_str!("../bundle/run-e2e");
 const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
+const RUN_SCALE: &str = include_str!("../bundle/run-scale");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
@@ -68,6 +69,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-bench"), RUN_BENCH)?;
     write_script(&dir.join("run-e2e"), RUN_E2E)?;
     write_script(&dir.join("run-sweep"), RUN_SWEEP)?;
+    write_script(&dir.join("run-scale"), RUN_SCALE)?;
     write_script(&dir.join("run-filecoin"), RUN_FILECOIN)?;
 
     let total = dir_size(&dir)?;
@@ -84,7 +86,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES]",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES]",
         dir.display()
     );
     Ok(dir)
@@ -353,7 +355,7 @@ mod tests {
 
     #[test]
     fn scripts_are_bash() {
-        for script in [RUN_TESTS, RUN_BENCH, RUN_E2E, RUN_SWEEP, RUN_FILECOIN] {
+        for script in [RUN_TESTS, RUN_BENCH, RUN_E2E, RUN_SWEEP, RUN_SCALE, RUN_FILECOIN] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
         assert!(RUN_TESTS.contains("--ignored gpu_ --test-threads=1"));
