@@ -355,7 +355,14 @@ mod tests {
 
     #[test]
     fn scripts_are_bash() {
-        for script in [RUN_TESTS, RUN_BENCH, RUN_E2E, RUN_SWEEP, RUN_SCALE, RUN_FILECOIN] {
+        for script in [
+            RUN_TESTS,
+            RUN_BENCH,
+            RUN_E2E,
+            RUN_SWEEP,
+            RUN_SCALE,
+            RUN_FILECOIN,
+        ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
         assert!(RUN_TESTS.contains("--ignored gpu_ --test-threads=1"));
