@@ -43,6 +43,11 @@ pub struct Args {
     /// Skip filecoin-proofs' C2 (its column then reads "-").
     #[arg(long)]
     skip_cpu: bool,
+    /// Also time filecoin-proofs' own parameter generation for the PoRep circuit (bellperson's
+    /// `generate_random_parameters` on the same blank circuit, what its parameter cache runs
+    /// when a file is missing; CPU, slow).
+    #[arg(long)]
+    fp_paramgen: bool,
     /// Reuse parameters cuzk generated in an earlier run instead of generating them again
     /// (the generation column then reads "cached").
     #[arg(long)]
@@ -72,6 +77,7 @@ struct Row {
     partitions: usize,
     seal_s: f64,
     paramgen_s: Option<f64>,
+    fp_paramgen_s: Option<f64>,
     circuit_load_s: f64,
     upload_s: f64,
     cuzk_first_s: f64,
@@ -162,16 +168,16 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| sector | partitions | constraints | cuzk GPU C2 s | filecoin-proofs CPU C2 s | speedup | cuzk GPU paramgen s | cuzk C2 first s | fp C2 first s | cuzk synthesis s | bellperson synthesis s | cuzk prove s | circuit load s | params upload s | seal (PC1+PC2+C1) s |"
+        "| sector | partitions | constraints | cuzk GPU C2 s | filecoin-proofs CPU C2 s | speedup | cuzk GPU paramgen s | filecoin-proofs CPU paramgen s | cuzk C2 first s | fp C2 first s | cuzk synthesis s | bellperson synthesis s | cuzk prove s | circuit load s | params upload s | seal (PC1+PC2+C1) s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
     for r in rows {
         let speedup = r
             .fp_s
             .map_or_else(|| "-".to_string(), |fp| format!("{:.1}x", fp / r.cuzk_s));
         println!(
-            "| {} | {} | {} | {:.3} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
+            "| {} | {} | {} | {:.3} | {} | {} | {} | {} | {:.3} | {} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
             r.size,
             r.partitions,
             r.constraints,
@@ -180,6 +186,7 @@ fn print_table(rows: &[Row]) {
             speedup,
             r.paramgen_s
                 .map_or_else(|| "cached".to_string(), |v| format!("{v:.3}")),
+            opt(r.fp_paramgen_s),
             r.cuzk_first_s,
             opt(r.fp_first_s),
             r.cuzk_synth_s,
@@ -317,6 +324,19 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
         }
     }
 
+    let fp_paramgen_s = if args.fp_paramgen {
+        let t = Instant::now();
+        let params = fp_generate::<Tree>(&config)?;
+        let took = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{name}: filecoin-proofs' parameter generation (bellperson, CPU): {took:.1} s ({} H points)",
+            params.h.len()
+        );
+        Some(took)
+    } else {
+        None
+    };
+
     if !args.keep_sectors {
         fs::remove_dir_all(&sector_dir)?;
     }
@@ -326,6 +346,7 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
         partitions,
         seal_s,
         paramgen_s,
+        fp_paramgen_s,
         circuit_load_s: (keys.load_time.as_secs_f64() - paramgen_s.unwrap_or(0.0)).max(0.0),
         upload_s,
         cuzk_first_s: first.timings.total.as_secs_f64(),
@@ -336,6 +357,36 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
         fp_s,
         bp_synth_s,
     })
+}
+
+/// filecoin-proofs' parameter generation for the PoRep circuit of `config`: what its parameter
+/// cache runs when a file is missing (bellperson's `generate_random_parameters` on the blank
+/// circuit of the public parameters `seal_commit_phase2` sets up), without writing the file.
+fn fp_generate<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<bellperson::groth16::Parameters<blstrs::Bls12>> {
+    use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+    use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+    let setup = SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(config)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let pub_params =
+        <StackedCompound<Tree, filecoin_proofs::DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, filecoin_proofs::DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)?;
+    let blank = <StackedCompound<Tree, filecoin_proofs::DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, filecoin_proofs::DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(&pub_params.vanilla_params);
+    let mut rng = rand::rngs::OsRng;
+    Ok(bellperson::groth16::generate_random_parameters::<
+        blstrs::Bls12,
+        _,
+        _,
+    >(blank, &mut rng)?)
 }
 
 /// Pre-commits and commits (phase 1) one sector of deterministic data in `dir`; returns the
