@@ -40,7 +40,7 @@ struct Set<'a> {
 }
 
 impl MsmEngine {
-    /// Σ sets[k][i]·bases[i] for every set k, with the engine's configuration: the same
+    /// `Σ sets[k][i]·bases[i]` for every set k, with the engine's configuration: the same
     /// results as [`msm`](Self::msm) per set, pipelined (see [`msm_batch_with`](Self::msm_batch_with)).
     pub fn msm_batch<C: MsmCurve>(
         &self,
@@ -52,7 +52,7 @@ impl MsmEngine {
             .map(|(p, _)| p)
     }
 
-    /// Σ sets[k][i]·bases[i] for every set k with `config`, and what each set's MSM did.
+    /// `Σ sets[k][i]·bases[i]` for every set k with `config`, and what each set's MSM did.
     ///
     /// The scalars of each host set are copied into a device buffer on the engine's copy
     /// stream while the previous set computes (two such buffers, of the largest host set, come

@@ -85,7 +85,7 @@ pub struct StreamedInfo {
 }
 
 impl MsmEngine {
-    /// Σ scalars[i]·bases[i] for bases in host memory, with the engine's configuration (see
+    /// `Σ scalars[i]·bases[i]` for bases in host memory, with the engine's configuration (see
     /// [`msm_host_bases_with`](Self::msm_host_bases_with)).
     pub fn msm_host_bases<C: MsmCurve>(
         &self,
@@ -97,7 +97,7 @@ impl MsmEngine {
             .map(|(p, _)| p)
     }
 
-    /// Σ scalars[i]·bases[i] for bases in host memory with `config`: the bases are copied in
+    /// `Σ scalars[i]·bases[i]` for bases in host memory with `config`: the bases are copied in
     /// chunks ([`StreamedPlan`]) that fit the VRAM allowance together with their MSM's work
     /// buffers, each chunk's upload overlapping the previous chunk's MSM, and the chunks'
     /// results summed. The same result as uploading the bases and calling

@@ -10,6 +10,13 @@
 //! the window sums come back to the host, which combines them with Horner's rule. The host
 //! waits once per call, for that last copy.
 //!
+//! [`MsmEngine::msm_batch`] runs several scalar sets against the same bases, copying the next
+//! set's scalars while the current one computes and combining each set's window sums on the
+//! host while the next computes (module `batch`). [`HostBases`] keep bases that do not fit
+//! the allowance in page-locked host memory; [`MsmEngine::msm_host_bases`] streams them
+//! through the device in chunks ([`crate::streamed::StreamedPlan`]), the next chunk's upload
+//! overlapping the current chunk's MSM.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cuzk_cuda::Device;
