@@ -3,6 +3,7 @@
 //! - [`cpu`]: the reference, a plain Pippenger over blstrs points; always built.
 //! - [`digits`]: the signed-digit window decomposition the GPU uses, mirrored on the host.
 //! - [`plan`]: how an MSM is cut to fit a VRAM allowance (window width, passes, chunks).
+//! - [`batch`]: how a batch of MSMs against the same bases uses the allowance.
 //! - [`streamed`]: how an MSM against bases in host memory is cut into chunks of bases.
 //! - [`testing`]: seeded inputs (scalars, cheap valid bases, witness-shaped sparse scalars).
 //! - `gpu` (feature `cuda`, on by default): the CUDA engine: bases uploaded once and kept on
@@ -19,6 +20,7 @@
 //! ```
 #![deny(unsafe_code)] // Opted out, with reasons, only by the module that launches kernels.
 
+pub mod batch;
 pub mod cpu;
 mod curve;
 pub mod digits;

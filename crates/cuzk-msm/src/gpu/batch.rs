@@ -13,22 +13,19 @@
 //!
 //! S(k+1) waits (device-side, through the buffer's read event) for M(k−1), the last reader of
 //! its buffer, so it overlaps M(k). When two device scalar buffers do not fit the allowance
-//! next to the work buffers, host sets run the single-call staged path instead: their pieces
+//! next to the work buffers ([`BatchPlan`]), host sets run the single-call staged path instead: their pieces
 //! alternate between the workspace's two staging buffers, so only the first two pieces of set
 //! k+1 overlap M(k). The host waits once per set, for R(k−1), while M(k) runs.
 
 use super::run::{Profile, ResultSlots};
 use super::{check_len, decide_split, lock, resolve, workspace, Bases, CallInfo, Source};
 use super::{MsmConfig, MsmEngine, Scalars};
+use crate::batch::{BatchPlan, BatchSet, SET_BUFFERS};
 use crate::curve::MsmCurve;
-use crate::plan::{Plan, Sizes};
 use crate::MsmError;
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::FrRepr;
 use group::Group;
-
-/// Bytes of a scalar on the device.
-const SCALAR_BYTES: usize = std::mem::size_of::<FrRepr>();
 
 /// One set of the batch, resolved and planned.
 struct Set<'a> {
@@ -91,31 +88,59 @@ impl MsmEngine {
         }
         let mut cache = lock(&self.workspaces);
         let allowance = self.allowance::<C>(&cache, config)?;
-        let (mut sets, prefetch_len) = self.plan_batch::<C>(resolved, config, allowance)?;
+        let shapes: Vec<BatchSet> = resolved
+            .iter()
+            .zip(sets)
+            .map(|(source, s)| {
+                let n = s.len();
+                let (split, tail) = decide_split(source, n, config.split);
+                BatchSet {
+                    n,
+                    tail,
+                    split,
+                    host: matches!(source, Source::Host(_)),
+                }
+            })
+            .collect();
+        let base = self.plan_input::<C>(0, 0, false, false, config, allowance);
+        let batch = BatchPlan::new(&shapes, &base)?;
+        let mut host_index = 0;
+        let mut sets: Vec<Set<'_>> = resolved
+            .into_iter()
+            .zip(&shapes)
+            .zip(&batch.plans)
+            .map(|((source, shape), plan)| {
+                // Host sets alternate between the set buffers, in order.
+                let buffer = (batch.prefetch_len > 0 && shape.host && shape.n > 0).then(|| {
+                    host_index += 1;
+                    (host_index - 1) % SET_BUFFERS
+                });
+                Set {
+                    source,
+                    n: shape.n,
+                    info: CallInfo {
+                        plan: *plan,
+                        split: shape.split,
+                        phases: Vec::new(),
+                    },
+                    buffer,
+                }
+            })
+            .collect();
         let mut results = vec![C::Projective::identity(); sets.len()];
         let live: Vec<usize> = (0..sets.len()).filter(|&k| sets[k].n > 0).collect();
         if live.is_empty() {
             return Ok((results, sets.into_iter().map(|s| s.info).collect()));
         }
-        let xyzz = std::mem::size_of::<C::XyzzRepr>();
-        let slot_len = live
-            .iter()
-            .map(|&k| sets[k].info.plan.windows as usize + 1)
-            .max()
-            .unwrap_or(1);
-        let all = live.iter().fold(Sizes::default(), |acc, &k| {
-            acc.max(&sets[k].info.plan.sizes)
-        });
-        let prefetch_bytes = prefetch_buffers(&sets) * prefetch_len * SCALAR_BYTES;
-        // One workspace for every set when the largest of each buffer fits; otherwise each set
-        // gets its own plan's (a reallocation, and a wait, between sets of different shapes).
-        let shared = all.bytes(xyzz) + prefetch_bytes <= allowance;
+        let slot_len = batch.result_points();
+        let shared = batch.shared;
+        let all = batch.sizes;
         let mut slots = ResultSlots::<C>::new(&self.device, slot_len)?;
         // Allocated on the copy stream, which writes them first; the compute stream's reads
         // wait for those writes through the buffers' events, and freeing them (on the copy
         // stream) waits for the reads.
-        let mut device_sets: Vec<DeviceBuffer<FrRepr>> = (0..prefetch_buffers(&sets))
-            .map(|_| self.copy.alloc::<FrRepr>(prefetch_len))
+        let mut device_sets: Vec<DeviceBuffer<FrRepr>> = (0..batch.buffers)
+            .map(|_| self.copy.alloc::<FrRepr>(batch.prefetch_len))
             .collect::<Result<_, _>>()?;
         let span = tracing::debug_span!(
             "msm_batch",
@@ -197,89 +222,4 @@ impl MsmEngine {
         }
         Ok(())
     }
-
-    /// Plans every set, and decides whether host sets are prefetched whole into two device
-    /// buffers (returning their length) or staged in pieces (length 0).
-    fn plan_batch<'a, C: MsmCurve>(
-        &self,
-        sources: Vec<Source<'a>>,
-        config: &MsmConfig,
-        allowance: usize,
-    ) -> Result<(Vec<Set<'a>>, usize), MsmError> {
-        let shapes: Vec<(usize, bool, usize)> = sources
-            .iter()
-            .map(|s| {
-                let n = match s {
-                    Source::Host(h) => h.len(),
-                    Source::Device(d, at) => d.len() - at,
-                };
-                let (split, tail) = decide_split(s, n, config.split);
-                (n, split, tail)
-            })
-            .collect();
-        let is_host = |s: &Source<'_>| matches!(s, Source::Host(_));
-        let plan_all = |room: usize, prefetch: bool| -> Result<Vec<Plan>, MsmError> {
-            sources
-                .iter()
-                .zip(&shapes)
-                .map(|(s, &(n, split, tail))| {
-                    let staged = is_host(s) && !prefetch;
-                    self.plan::<C>(n, tail, split, staged, config, room)
-                })
-                .collect()
-        };
-        let host_sizes: Vec<usize> = sources
-            .iter()
-            .zip(&shapes)
-            .filter(|(s, sh)| is_host(s) && sh.0 > 0)
-            .map(|(_, sh)| sh.0)
-            .collect();
-        let staged = plan_all(allowance, false)?;
-        let len = host_sizes.iter().copied().max().unwrap_or(0);
-        let buffers = host_sizes.len().min(2);
-        let bytes = buffers * len * SCALAR_BYTES;
-        let prefetched = (len > 0 && bytes < allowance)
-            .then(|| plan_all(allowance - bytes, true).ok())
-            .flatten()
-            .filter(|plans| {
-                let xyzz = std::mem::size_of::<C::XyzzRepr>();
-                let all = plans.iter().fold(Sizes::default(), |a, p| a.max(&p.sizes));
-                // Only when it costs no extra pass or chunk: those re-read or re-sort more
-                // than the hidden upload saves.
-                all.bytes(xyzz) + bytes <= allowance
-                    && plans.iter().zip(&staged).zip(&shapes).all(|((p, s), sh)| {
-                        p.passes() == s.passes() && p.chunks(sh.0) == s.chunks(sh.0)
-                    })
-            });
-        let prefetch = prefetched.is_some();
-        let plans = prefetched.unwrap_or(staged);
-        let mut host_index = 0;
-        let sets = sources
-            .into_iter()
-            .zip(plans)
-            .zip(shapes)
-            .map(|((source, plan), (n, split, _))| {
-                let buffer = (prefetch && is_host(&source) && n > 0).then(|| {
-                    host_index += 1;
-                    (host_index - 1) % 2
-                });
-                Set {
-                    source,
-                    n,
-                    info: CallInfo {
-                        plan,
-                        split,
-                        phases: Vec::new(),
-                    },
-                    buffer,
-                }
-            })
-            .collect();
-        Ok((sets, if prefetch { len } else { 0 }))
-    }
-}
-
-/// Device scalar buffers a batch prefetches into: one per host set, at most two.
-fn prefetch_buffers(sets: &[Set<'_>]) -> usize {
-    sets.iter().filter(|s| s.buffer.is_some()).count().min(2)
 }
