@@ -2,13 +2,16 @@
 //! seed) with scalars streamed from pinned memory, G1 at 2^20 … 2^27 and G2 at 2^20 … 2^24,
 //! timed as sppark's figures were (wall clock of the whole call, result on the host), against
 //! those figures and the issue's targets; plus device-resident scalars and witness-shaped
-//! sparse scalars, and optionally a sweep of window widths.
+//! sparse scalars, batches of scalar sets against the same bases, bases streamed from pinned
+//! host memory under a VRAM allowance, and optionally a sweep of window widths.
 
 use crate::stats::median;
 use anyhow::{ensure, Context, Result};
 use cuzk_cuda::{Device, PinnedBuffer, Stream};
 use cuzk_field::FrRepr;
-use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD};
+use cuzk_msm::gpu::{
+    Bases, HostBases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD,
+};
 use cuzk_msm::testing::{generated_msm, random_scalars, sparse_scalars, to_reprs};
 use cuzk_msm::{digits, MsmCurve, G1, G2};
 use std::time::{Duration, Instant};
@@ -31,6 +34,18 @@ pub struct Args {
     /// log2 size of the device-resident scalars comparison (0 skips it).
     #[arg(long, default_value_t = 26)]
     resident: u32,
+    /// log2 size of the batched G1 measurement (0 skips it).
+    #[arg(long, default_value_t = 26)]
+    batch: u32,
+    /// Scalar sets of the batched measurement.
+    #[arg(long, default_value_t = 4)]
+    batch_sets: usize,
+    /// log2 size of the G1 measurement with bases streamed from pinned host memory (0 skips it).
+    #[arg(long, default_value_t = 24)]
+    streamed: u32,
+    /// VRAM allowance of the host-streamed bases measurement, in GiB.
+    #[arg(long, default_value_t = 2)]
+    streamed_gib: usize,
     /// Also time every window width near the default at these G1 sizes (log2).
     #[arg(long, value_delimiter = ',')]
     sweep_g1: Vec<u32>,
@@ -120,13 +135,7 @@ impl Ctx {
         cfg: &MsmConfig,
     ) -> Result<Duration> {
         let spare = pinned.len() - n;
-        let offset = |i: usize| {
-            if spare == 0 {
-                0
-            } else {
-                (i.wrapping_mul(7919 * 64)) % spare
-            }
-        };
+        let offset = |i: usize| window(i, spare);
         let t = time(self.runs, |i| {
             let off = offset(i);
             self.engine.msm_with(
@@ -273,7 +282,7 @@ pub fn run(args: &Args) -> Result<()> {
         .chain(&args.g2)
         .chain(&args.sweep_g1)
         .chain(&args.sweep_g2)
-        .chain([&args.sparse, &args.resident])
+        .chain([&args.sparse, &args.resident, &args.batch, &args.streamed])
         .copied()
         .max()
         .unwrap_or(20);
@@ -292,6 +301,13 @@ pub fn run(args: &Args) -> Result<()> {
     ctx.group::<G1>(&args.g1, &args.sweep_g1, &host, &pinned, &mut rows)?;
     if args.resident > 0 {
         rows.extend(resident(&ctx, args, &host, &pinned)?);
+    }
+    if args.batch > 0 {
+        rows.push(batch(&ctx, args, &host, &pinned, &rows)?);
+    }
+    ctx.engine.release_workspaces();
+    if args.streamed > 0 {
+        rows.push(streamed(&ctx, args, &host, &pinned, &rows)?);
     }
     ctx.engine.release_workspaces();
     ctx.group::<G2>(&args.g2, &args.sweep_g2, &host, &pinned, &mut rows)?;
@@ -422,4 +438,169 @@ fn sparse(
             floor: None,
         },
     ])
+}
+
+/// Offset of scalar window `i` of `n` in a pinned array with `spare` scalars beyond `n`: a
+/// different window per run and per set.
+fn window(i: usize, spare: usize) -> usize {
+    if spare == 0 {
+        0
+    } else {
+        i.wrapping_mul(7919 * 64) % spare
+    }
+}
+
+/// G1 at `--batch`: `--batch-sets` sets of pinned scalars (different windows of the pinned
+/// array) in one `msm_batch` call against the same resident bases; the row is the wall time
+/// of the call divided by the sets.
+fn batch(
+    ctx: &Ctx,
+    args: &Args,
+    host: &[cuzk_field::Scalar],
+    pinned: &PinnedBuffer<FrRepr>,
+    rows: &[Row],
+) -> Result<Row> {
+    let log_n = args.batch;
+    let n = 1usize << log_n;
+    let sets = args.batch_sets.max(1);
+    let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+    ctx.stream.synchronize()?;
+    let dense = MsmConfig {
+        split: Split::Dense,
+        ..MsmConfig::default()
+    };
+    let spare = pinned.len() - n;
+    let offsets = |i: usize| -> Vec<usize> {
+        (0..sets)
+            .map(|s| window(i.wrapping_mul(sets).wrapping_add(s), spare))
+            .collect()
+    };
+    let views = |offs: &[usize]| -> Vec<Scalars<'_>> {
+        offs.iter()
+            .map(|&o| Scalars::PinnedRange(pinned, o..o + n))
+            .collect()
+    };
+    let t = time(ctx.runs, |i| {
+        ctx.engine
+            .msm_batch_with::<G1>(&ctx.stream, &bases, &views(&offsets(i)), &dense)?;
+        Ok(())
+    })?;
+    let offs = offsets(0);
+    let (got, infos) =
+        ctx.engine
+            .msm_batch_with::<G1>(&ctx.stream, &bases, &views(&offs), &dense)?;
+    for (k, (&o, p)) in offs.iter().zip(&got).enumerate() {
+        ensure!(
+            *p == generated_msm::<G1>(&host[o..o + n], ctx.seed, GEN_POINTS_PER_THREAD),
+            "set {k} of the G1 2^{log_n} batch disagrees with the check"
+        );
+    }
+    let per = t / sets as u32;
+    let single = rows
+        .iter()
+        .find(|r| r.what == format!("G1 2^{log_n}"))
+        .map(|r| r.ours.as_secs_f64() * 1e3);
+    eprintln!(
+        "    G1 2^{log_n} batch of {sets}: {:.3} ms per MSM ({:.3} ms the call), scalars {}; \
+         single MSM {}",
+        per.as_secs_f64() * 1e3,
+        t.as_secs_f64() * 1e3,
+        if infos[0].plan.sizes.staging == 0 {
+            "copied whole ahead of each set"
+        } else {
+            "staged in pieces"
+        },
+        single.map_or("not measured".into(), |s| format!("{s:.3} ms"))
+    );
+    Ok(Row {
+        what: format!("G1 2^{log_n} batch of {sets}, per MSM"),
+        ours: per,
+        sppark: sppark_ms("g1", log_n),
+        target: None,
+        floor: Some(floor_ms("g1", log_n)),
+    })
+}
+
+/// G1 at `--streamed` with the bases in pinned host memory, streamed through the device in
+/// chunks under a `--streamed-gib` allowance.
+fn streamed(
+    ctx: &Ctx,
+    args: &Args,
+    host: &[cuzk_field::Scalar],
+    pinned: &PinnedBuffer<FrRepr>,
+    rows: &[Row],
+) -> Result<Row> {
+    let log_n = args.streamed;
+    let n = 1usize << log_n;
+    let t0 = Instant::now();
+    let host_bases = {
+        let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+        let mut points = ctx.device.alloc_pinned(n)?;
+        ctx.stream.copy_to_pinned(bases.points(), &mut points)?;
+        points.synchronize()?;
+        HostBases::<G1>::new(points)
+    };
+    eprintln!(
+        "==> G1 bases 2^{log_n} in pinned host memory in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let cfg = MsmConfig {
+        vram_allowance: Some(args.streamed_gib << 30),
+        split: Split::Dense,
+        ..MsmConfig::default()
+    };
+    let spare = pinned.len() - n;
+    let t = time(ctx.runs, |i| {
+        let off = window(i, spare);
+        ctx.engine.msm_host_bases_with::<G1>(
+            &ctx.stream,
+            &host_bases,
+            Scalars::PinnedRange(pinned, off..off + n),
+            &cfg,
+        )?;
+        Ok(())
+    })?;
+    let off = window(0, spare);
+    let (got, info) = ctx.engine.msm_host_bases_with::<G1>(
+        &ctx.stream,
+        &host_bases,
+        Scalars::PinnedRange(pinned, off..off + n),
+        &MsmConfig {
+            profile: true,
+            ..cfg
+        },
+    )?;
+    ensure!(
+        got == generated_msm::<G1>(&host[off..off + n], ctx.seed, GEN_POINTS_PER_THREAD),
+        "G1 2^{log_n} with host-streamed bases disagrees with the check"
+    );
+    let resident = rows
+        .iter()
+        .find(|r| r.what == format!("G1 2^{log_n}"))
+        .map(|r| r.ours.as_secs_f64() * 1e3);
+    eprintln!(
+        "    G1 2^{log_n} host-streamed bases, {} GiB: {:.3} ms; {} chunk(s) of {} points, c = {}, \
+         {} sort chunk(s) × {} pass(es) each; resident bases {}",
+        args.streamed_gib,
+        t.as_secs_f64() * 1e3,
+        info.cut.chunks,
+        info.cut.chunk,
+        info.cut.plan.bits,
+        info.cut.plan.chunks(info.cut.chunk),
+        info.cut.plan.passes(),
+        resident.map_or("not measured".into(), |s| format!("{s:.3} ms"))
+    );
+    for (phase, ms) in &info.call.phases {
+        eprintln!("      {phase:<28} {ms:>9.3} ms");
+    }
+    Ok(Row {
+        what: format!(
+            "G1 2^{log_n} host-streamed bases, allowance {} GiB",
+            args.streamed_gib
+        ),
+        ours: t,
+        sppark: None,
+        target: None,
+        floor: Some(floor_ms("g1", log_n)),
+    })
 }

@@ -3,10 +3,13 @@
 //! - [`cpu`]: the reference, a plain Pippenger over blstrs points; always built.
 //! - [`digits`]: the signed-digit window decomposition the GPU uses, mirrored on the host.
 //! - [`plan`]: how an MSM is cut to fit a VRAM allowance (window width, passes, chunks).
+//! - [`batch`]: how a batch of MSMs against the same bases uses the allowance.
+//! - [`streamed`]: how an MSM against bases in host memory is cut into chunks of bases.
 //! - [`testing`]: seeded inputs (scalars, cheap valid bases, witness-shaped sparse scalars).
 //! - `gpu` (feature `cuda`, on by default): the CUDA engine: bases uploaded once and kept on
 //!   the device, scalars streamed from pinned memory, sorted-bucket Pippenger with XYZZ
-//!   buckets, and the 0/1 split for witness-like scalars.
+//!   buckets, and the 0/1 split for witness-like scalars; batches of scalar sets against the
+//!   same bases, pipelined; and bases kept in page-locked host memory, streamed in chunks.
 //!
 //! ```
 //! use cuzk_msm::{cpu, testing, G1};
@@ -17,6 +20,7 @@
 //! ```
 #![deny(unsafe_code)] // Opted out, with reasons, only by the module that launches kernels.
 
+pub mod batch;
 pub mod cpu;
 mod curve;
 pub mod digits;
@@ -26,6 +30,7 @@ pub mod gpu;
 #[cfg(test)]
 mod model;
 pub mod plan;
+pub mod streamed;
 pub mod testing;
 mod xyzz;
 

@@ -7,7 +7,9 @@
 
 use cuzk_cuda::{Device, Stream};
 use cuzk_field::{FrRepr, PrimeCurveAffine, Scalar};
-use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD};
+use cuzk_msm::gpu::{
+    Bases, HostBases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD,
+};
 use cuzk_msm::plan::{Plan, PlanInput};
 use cuzk_msm::testing::{
     generated_msm, generated_multiplier, random_bases, random_scalars, sparse_scalars, to_reprs,
@@ -15,6 +17,7 @@ use cuzk_msm::testing::{
 use cuzk_msm::{cpu, MsmCurve, MsmError, G1, G2};
 use ff::Field;
 use group::{Curve, Group};
+use proptest::prelude::*;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -451,4 +454,444 @@ fn spot<C: MsmCurve>(n: usize, seed: u64) {
 fn gpu_spot_checks_at_2_24() {
     spot::<G1>((1 << 24) + 5, 90);
     spot::<G2>(1 << 24, 91);
+}
+
+/// What the scalars of one test set are.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Random,
+    Zero,
+    MinusOne,
+    /// 45% zeros, 45% ones: the 0/1 split's case.
+    Sparse,
+}
+
+fn make_scalars(kind: Kind, n: usize, seed: u64) -> Vec<Scalar> {
+    match kind {
+        Kind::Random => random_scalars(n, seed),
+        Kind::Zero => vec![Scalar::ZERO; n],
+        Kind::MinusOne => vec![-Scalar::ONE; n],
+        Kind::Sparse => sparse_scalars(n, 0.45, 0.45, seed),
+    }
+}
+
+/// Scalars held where a [`Via`] reads them, alive while the [`Scalars`] borrow them.
+enum Held {
+    Pinned(cuzk_cuda::PinnedBuffer<FrRepr>),
+    Host(Vec<FrRepr>),
+    Device(cuzk_cuda::DeviceBuffer<FrRepr>),
+}
+
+impl Held {
+    /// Device buffers cannot be empty: empty device sets are held on the host instead.
+    fn new(reprs: &[FrRepr], via: Via) -> Held {
+        let g = gpu();
+        match via {
+            Via::Device if !reprs.is_empty() => Held::Device(g.stream.upload(reprs).unwrap()),
+            Via::Pinned => {
+                let mut p = g.device.alloc_pinned::<FrRepr>(reprs.len()).unwrap();
+                p.as_mut_slice().unwrap().copy_from_slice(reprs);
+                Held::Pinned(p)
+            }
+            _ => Held::Host(reprs.to_vec()),
+        }
+    }
+
+    fn scalars(&self) -> Scalars<'_> {
+        match self {
+            Held::Pinned(p) => Scalars::Pinned(p),
+            Held::Host(h) => Scalars::Host(h),
+            Held::Device(d) => Scalars::Device(d),
+        }
+    }
+}
+
+/// Runs `sets` (length, kind, via) as one batch against the first points of `bases_host` and
+/// checks every result against the CPU reference and against a single `msm` call. Returns
+/// the batch's call infos.
+fn batch_case<C: MsmCurve>(
+    what: &str,
+    bases_host: &[C::Affine],
+    bases: &Bases<C>,
+    sets: &[(usize, Kind, Via)],
+    seed: u64,
+    cfg: &MsmConfig,
+) -> Vec<cuzk_msm::gpu::CallInfo> {
+    let g = gpu();
+    let scalars: Vec<Vec<Scalar>> = sets
+        .iter()
+        .enumerate()
+        .map(|(k, &(n, kind, _))| make_scalars(kind, n, seed + k as u64))
+        .collect();
+    let held: Vec<Held> = scalars
+        .iter()
+        .zip(sets)
+        .map(|(s, &(_, _, via))| Held::new(&to_reprs(s), via))
+        .collect();
+    let views: Vec<Scalars<'_>> = held.iter().map(Held::scalars).collect();
+    let (got, infos) = g
+        .engine
+        .msm_batch_with::<C>(&g.stream, bases, &views, cfg)
+        .unwrap_or_else(|e| panic!("{} {what}: batch {sets:?}: {e}", C::NAME));
+    assert_eq!(got.len(), sets.len());
+    assert_eq!(infos.len(), sets.len());
+    for (k, (s, set)) in scalars.iter().zip(sets).enumerate() {
+        let want = cpu::msm::<C>(&bases_host[..s.len()], s).unwrap();
+        assert_eq!(
+            got[k].to_affine(),
+            want.to_affine(),
+            "{} {what}: set {k} of {sets:?} ({:?})",
+            C::NAME,
+            set
+        );
+        let single = g
+            .engine
+            .msm_with::<C>(&g.stream, bases, held[k].scalars(), cfg)
+            .unwrap()
+            .0;
+        assert_eq!(got[k], single, "{} {what}: set {k}: batch vs msm", C::NAME);
+    }
+    infos
+}
+
+/// Whether host set `k` of a batch was copied whole ahead of its MSM (its plan has no staging).
+fn prefetched(infos: &[cuzk_msm::gpu::CallInfo], k: usize) -> bool {
+    infos[k].plan.sizes.staging == 0
+}
+
+fn batch_shapes<C: MsmCurve>(n: usize, seed: u64) {
+    let bases_host = random_bases::<C>(n, seed);
+    let bases = upload::<C>(&bases_host);
+    let cfg = MsmConfig::default();
+    let one = batch_case::<C>(
+        "batch of 1",
+        &bases_host,
+        &bases,
+        &[(n, Kind::Random, Via::Pinned)],
+        seed + 1,
+        &cfg,
+    );
+    assert!(prefetched(&one, 0), "{one:?}");
+    batch_case::<C>(
+        "batch of 2",
+        &bases_host,
+        &bases,
+        &[
+            (n / 2, Kind::Random, Via::Pinned),
+            (n, Kind::Sparse, Via::Pinned),
+        ],
+        seed + 10,
+        &cfg,
+    );
+    let five = [
+        (0, Kind::Random, Via::Pinned),
+        (1, Kind::Random, Via::Pinned),
+        (n, Kind::Zero, Via::Host),
+        (n - 3, Kind::MinusOne, Via::Pinned),
+        (n / 3 + 1, Kind::Sparse, Via::Device),
+    ];
+    let infos = batch_case::<C>("batch of 5", &bases_host, &bases, &five, seed + 20, &cfg);
+    assert!(prefetched(&infos, 1) && prefetched(&infos, 3), "{infos:?}");
+    // Every split mode, and device sets first so that the first host set's upload overlaps
+    // them.
+    for split in [Split::Dense, Split::Always] {
+        batch_case::<C>(
+            &format!("batch of 5, {split:?}"),
+            &bases_host,
+            &bases,
+            &[
+                (n, Kind::Random, Via::Device),
+                (n / 2, Kind::Sparse, Via::Device),
+                (n, Kind::Sparse, Via::Pinned),
+                (7, Kind::MinusOne, Via::Host),
+                (n - 1, Kind::Random, Via::Pinned),
+            ],
+            seed + 30,
+            &config(split),
+        );
+    }
+    // An empty batch, and a batch of empty sets.
+    let g = gpu();
+    assert!(g
+        .engine
+        .msm_batch::<C>(&g.stream, &bases, &[])
+        .unwrap()
+        .is_empty());
+    let empty: Vec<FrRepr> = Vec::new();
+    let got = g
+        .engine
+        .msm_batch::<C>(
+            &g.stream,
+            &bases,
+            &[Scalars::Host(&empty), Scalars::Host(&empty)],
+        )
+        .unwrap();
+    assert_eq!(got, vec![C::Projective::identity(); 2]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_batch_of_1_2_and_5_sets_g1_and_g2() {
+    batch_shapes::<G1>(3000, 100);
+    batch_shapes::<G2>(700, 101);
+}
+
+/// Allowances too small for two whole scalar sets next to the work buffers: host sets are
+/// staged in pieces, in plans of several chunks or passes, and a set too long for the bases
+/// fails the batch without harming the next one.
+fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
+    let g = gpu();
+    let bases_host = random_bases::<C>(n, seed);
+    let bases = upload::<C>(&bases_host);
+    let input = PlanInput {
+        n,
+        tail: n,
+        bits: Some(10),
+        split: true,
+        staged: true,
+        xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
+        sm_count: g.device.info().sm_count,
+        allowance: 0,
+    };
+    // One window per pass, a tenth of the points per chunk: less than two whole sets of
+    // scalars take, so the batch must stage them.
+    let allowance = Plan::with_chunk(&input, 10, 1, n / 10).bytes(input.xyzz_bytes);
+    assert!(
+        allowance < 2 * n * 32,
+        "{allowance} would hold two sets of {n}"
+    );
+    let cfg = MsmConfig {
+        vram_allowance: Some(allowance),
+        window_bits: Some(10),
+        split: Split::Always,
+        ..MsmConfig::default()
+    };
+    let sets = [
+        (n, Kind::Sparse, Via::Pinned),
+        (n / 2, Kind::Random, Via::Pinned),
+        (n, Kind::MinusOne, Via::Host),
+    ];
+    let infos = batch_case::<C>(
+        "tight allowance",
+        &bases_host,
+        &bases,
+        &sets,
+        seed + 1,
+        &cfg,
+    );
+    assert!(!prefetched(&infos, 0), "{infos:?}");
+    assert!(
+        infos[0].plan.chunks(n) > 1 || infos[0].plan.passes() > 1,
+        "{:?}",
+        infos[0].plan
+    );
+    let long = to_reprs(&random_scalars(n + 1, seed + 2));
+    let short = to_reprs(&random_scalars(10, seed + 3));
+    let err = g
+        .engine
+        .msm_batch::<C>(
+            &g.stream,
+            &bases,
+            &[Scalars::Host(&short), Scalars::Host(&long)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, MsmError::LengthMismatch { scalars, .. } if scalars == n + 1),
+        "{err}"
+    );
+    batch_case::<C>(
+        "after an error",
+        &bases_host,
+        &bases,
+        &[
+            (n, Kind::Random, Via::Pinned),
+            (10, Kind::Random, Via::Pinned),
+        ],
+        seed + 4,
+        &MsmConfig::default(),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_batch_under_a_tight_allowance_g1_and_g2() {
+    batch_tight::<G1>(20_000, 110);
+    batch_tight::<G2>(16_000, 111);
+}
+
+fn kind_strategy() -> impl Strategy<Value = Kind> {
+    prop::sample::select(vec![Kind::Random, Kind::Zero, Kind::MinusOne, Kind::Sparse])
+}
+
+fn via_strategy() -> impl Strategy<Value = Via> {
+    prop::sample::select(vec![Via::Pinned, Via::Host, Via::Device])
+}
+
+/// Bases of the property tests, made and uploaded once per group.
+type Shared<C> = (Vec<<C as MsmCurve>::Affine>, Bases<C>);
+
+fn shared<C: MsmCurve>(n: usize, seed: u64) -> Shared<C> {
+    let host = random_bases::<C>(n, seed);
+    let dev = upload::<C>(&host);
+    (host, dev)
+}
+
+fn prop_g1() -> &'static Shared<G1> {
+    static B: OnceLock<Shared<G1>> = OnceLock::new();
+    B.get_or_init(|| shared::<G1>(2000, 121))
+}
+
+fn prop_g2() -> &'static Shared<G2> {
+    static B: OnceLock<Shared<G2>> = OnceLock::new();
+    B.get_or_init(|| shared::<G2>(500, 120))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn gpu_batch_equals_the_reference_on_fresh_sets(
+        seed in any::<u64>(),
+        sets in prop::collection::vec((0usize..=2000, kind_strategy(), via_strategy()), 1..=5),
+        g2 in any::<bool>(),
+    ) {
+        if g2 {
+            let (host, bases) = prop_g2();
+            let sets: Vec<_> = sets.iter().map(|&(n, k, v)| (n / 4, k, v)).collect();
+            batch_case::<G2>("fresh", host, bases, &sets, seed, &MsmConfig::default());
+        } else {
+            let (host, bases) = prop_g1();
+            batch_case::<G1>("fresh", host, bases, &sets, seed, &MsmConfig::default());
+        }
+    }
+}
+
+/// Runs an MSM against `bases_host` kept on the host under `cfg`, via each scalar source,
+/// against the CPU reference; returns the cut of the first run.
+fn host_bases_case<C: MsmCurve>(
+    what: &str,
+    bases_host: &[C::Affine],
+    scalars: &[Scalar],
+    cfg: &MsmConfig,
+) -> cuzk_msm::streamed::StreamedPlan {
+    let g = gpu();
+    let reprs: Vec<C::AffineRepr> = bases_host.iter().map(C::to_repr).collect();
+    let bases = HostBases::<C>::from_slice(&g.device, &reprs).unwrap();
+    let want = cpu::msm::<C>(&bases_host[..scalars.len()], scalars).unwrap();
+    let s = to_reprs(scalars);
+    let mut cut = None;
+    for via in [Via::Pinned, Via::Host, Via::Device] {
+        let held = Held::new(&s, via);
+        let (got, info) = g
+            .engine
+            .msm_host_bases_with::<C>(&g.stream, &bases, held.scalars(), cfg)
+            .unwrap_or_else(|e| panic!("{} {what}: {via:?}: {e}", C::NAME));
+        assert_eq!(
+            got.to_affine(),
+            want.to_affine(),
+            "{} {what} (n = {}): {via:?} {:?}",
+            C::NAME,
+            scalars.len(),
+            info.cut
+        );
+        cut.get_or_insert(info.cut);
+    }
+    cut.unwrap()
+}
+
+fn host_bases<C: MsmCurve>(n: usize, seed: u64) {
+    let mut bases_host = random_bases::<C>(n, seed);
+    for i in (0..n).step_by(7) {
+        bases_host[i] = C::Affine::identity();
+    }
+    let affine = std::mem::size_of::<C::AffineRepr>();
+    // Base buffers of at most n / 6 points each: six or more chunks.
+    let tiny = |split| MsmConfig {
+        vram_allowance: Some((4 * (n / 6) * affine).max(600_000)),
+        split,
+        ..MsmConfig::default()
+    };
+    for (i, kind) in [Kind::Random, Kind::Sparse, Kind::MinusOne, Kind::Zero]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars = make_scalars(kind, n, seed + 1 + i as u64);
+        for split in [Split::Auto, Split::Dense, Split::Always] {
+            let cut = host_bases_case::<C>(
+                &format!("{kind:?} {split:?}"),
+                &bases_host,
+                &scalars,
+                &tiny(split),
+            );
+            assert!(cut.chunks > 2, "{kind:?}: {cut:?}");
+        }
+    }
+    // Fewer scalars than bases, one scalar, none; and a roomy allowance (one chunk).
+    let scalars = random_scalars(n, seed + 9);
+    for len in [n - 5, n / 2 + 1, 1, 0] {
+        host_bases_case::<C>(
+            &format!("{len} scalars"),
+            &bases_host,
+            &scalars[..len],
+            &tiny(Split::Auto),
+        );
+    }
+    let cut = host_bases_case::<C>("roomy", &bases_host, &scalars, &MsmConfig::default());
+    assert_eq!(cut.chunks, 1, "{cut:?}");
+    // More scalars than bases; an allowance that holds nothing.
+    let g = gpu();
+    let reprs: Vec<C::AffineRepr> = bases_host.iter().map(C::to_repr).collect();
+    let bases = HostBases::<C>::from_slice(&g.device, &reprs).unwrap();
+    let long = to_reprs(&random_scalars(n + 1, 1));
+    let err = g
+        .engine
+        .msm_host_bases::<C>(&g.stream, &bases, Scalars::Host(&long))
+        .unwrap_err();
+    assert!(matches!(err, MsmError::LengthMismatch { .. }), "{err}");
+    let hopeless = MsmConfig {
+        vram_allowance: Some(1000),
+        ..MsmConfig::default()
+    };
+    let err = g
+        .engine
+        .msm_host_bases_with::<C>(&g.stream, &bases, Scalars::Host(&long[..n]), &hopeless)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MsmError::AllowanceTooSmall {
+                allowance: 1000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_host_bases_streamed_in_chunks_g1_and_g2() {
+    host_bases::<G1>(20_000, 130);
+    host_bases::<G2>(3_000, 131);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn gpu_host_bases_equal_the_reference_on_fresh_inputs(
+        seed in any::<u64>(),
+        n in 1usize..4000,
+        share in 1usize..8,
+        kind in kind_strategy(),
+    ) {
+        // Base buffers of at most about n / share points each, and room for the work.
+        let allowance = 4 * n.div_ceil(share) * 96 + 300_000;
+        let bases_host = random_bases::<G1>(n, seed);
+        let scalars = make_scalars(kind, n, seed ^ 1);
+        let cfg = MsmConfig { vram_allowance: Some(allowance), ..MsmConfig::default() };
+        host_bases_case::<G1>(&format!("fresh, allowance {allowance}"), &bases_host, &scalars, &cfg);
+    }
 }

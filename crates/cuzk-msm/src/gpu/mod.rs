@@ -10,6 +10,13 @@
 //! the window sums come back to the host, which combines them with Horner's rule. The host
 //! waits once per call, for that last copy.
 //!
+//! [`MsmEngine::msm_batch`] runs several scalar sets against the same bases, copying the next
+//! set's scalars while the current one computes and combining each set's window sums on the
+//! host while the next computes (module `batch`). [`HostBases`] keep bases that do not fit
+//! the allowance in page-locked host memory; [`MsmEngine::msm_host_bases`] streams them
+//! through the device in chunks ([`crate::streamed::StreamedPlan`]), the next chunk's upload
+//! overlapping the current chunk's MSM.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cuzk_cuda::Device;
@@ -26,13 +33,15 @@
 //! # let _ = sum; Ok(()) }
 //! ```
 
+mod batch;
 mod fixed;
+mod host_bases;
 mod launch;
 mod run;
 mod workspace;
 
 use crate::curve::MsmCurve;
-use crate::plan::{Plan, PlanInput};
+use crate::plan::{Plan, PlanInput, Sizes};
 use crate::MsmError;
 use cuzk_cuda::{Device, DeviceBuffer, PinnedBuffer, Stream};
 use cuzk_field::{consts::FR_R, FrRepr, PrimeCurveAffine};
@@ -50,6 +59,7 @@ pub use fixed::{
     default_fixed_bits, fixed_table_host, fixed_windows, FixedBaseEngine, FixedBaseTable,
     FIXED_MAX_BITS, FIXED_MAX_PER_THREAD, FIXED_MIN_BITS,
 };
+pub use host_bases::{HostBases, StreamedInfo};
 pub use launch::GEN_POINTS_PER_THREAD;
 
 /// Device memory left to others when the allowance is taken from the driver's free figure.
@@ -176,7 +186,8 @@ impl Scalars<'_> {
 /// Where a call reads its scalars, resolved.
 enum Source<'a> {
     Host(&'a [FrRepr]),
-    Device(&'a DeviceBuffer<FrRepr>),
+    /// A buffer and the index of the call's first scalar in it.
+    Device(&'a DeviceBuffer<FrRepr>, usize),
 }
 
 /// What one MSM call did: its plan, whether it split, and with profiling its phase times.
@@ -289,61 +300,13 @@ impl MsmEngine {
         config: &MsmConfig,
     ) -> Result<(C::Projective, CallInfo), MsmError> {
         let n = scalars.len();
-        if n > bases.len() {
-            return Err(MsmError::LengthMismatch {
-                bases: bases.len(),
-                scalars: n,
-            });
-        }
-        let source = match scalars {
-            // Slices of page-locked memory copy asynchronously at full speed; the borrow keeps
-            // the memory unchanged until this call has waited for its last copy.
-            Scalars::Pinned(p) => Source::Host(p.as_slice()?),
-            Scalars::PinnedRange(p, r) => {
-                let all = p.as_slice()?;
-                if r.end > all.len() || r.start > r.end {
-                    return Err(MsmError::RangeOutOfBounds {
-                        start: r.start,
-                        end: r.end,
-                        len: all.len(),
-                    });
-                }
-                Source::Host(&all[r])
-            }
-            Scalars::Host(h) => Source::Host(h),
-            Scalars::Device(d) => {
-                if d.device_ordinal() != bases.points.device_ordinal() {
-                    return Err(MsmError::WrongDevice {
-                        bases: bases.points.device_ordinal(),
-                        scalars: d.device_ordinal(),
-                    });
-                }
-                Source::Device(d)
-            }
-        };
+        check_len(bases.len(), n)?;
+        let source = resolve(scalars, bases.points.device_ordinal())?;
         let (split, tail) = decide_split(&source, n, config.split);
         let mut cache = lock(&self.workspaces);
-        let cached_bytes = cache
-            .get(C::NAME)
-            .and_then(|w| w.downcast_ref::<Workspace<C>>())
-            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
-        let allowance = match config.vram_allowance {
-            Some(a) => a,
-            None => {
-                let (free, _) = self.device.memory_info()?;
-                (free + cached_bytes).saturating_sub(VRAM_MARGIN)
-            }
-        };
-        let plan = Plan::new(&PlanInput {
-            n,
-            tail,
-            bits: config.window_bits,
-            split,
-            staged: matches!(source, Source::Host(_)),
-            xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
-            sm_count: self.device.info().sm_count,
-            allowance,
-        })?;
+        let allowance = self.allowance::<C>(&cache, config)?;
+        let staged = matches!(source, Source::Host(_));
+        let plan = self.plan::<C>(n, tail, split, staged, config, allowance)?;
         let mut info = CallInfo {
             plan,
             split,
@@ -352,22 +315,7 @@ impl MsmEngine {
         if n == 0 {
             return Ok((C::Projective::identity(), info));
         }
-        let fits = cache
-            .get(C::NAME)
-            .and_then(|w| w.downcast_ref::<Workspace<C>>())
-            .is_some_and(|w| w.sizes.covers(&plan.sizes));
-        if !fits {
-            // Free the old buffers before allocating the new ones.
-            cache.remove(C::NAME);
-            let ws = Workspace::<C>::new(stream, plan.sizes)?;
-            // Stream-ordered allocations must be complete before the copy stream touches them.
-            stream.synchronize()?;
-            cache.insert(C::NAME, Box::new(ws));
-        }
-        let ws = cache
-            .get_mut(C::NAME)
-            .and_then(|w| w.downcast_mut::<Workspace<C>>())
-            .expect("inserted above");
+        let ws = workspace::<C>(&mut cache, stream, &plan.sizes)?;
         let span = tracing::debug_span!(
             "msm",
             group = C::NAME,
@@ -378,21 +326,144 @@ impl MsmEngine {
             chunks = plan.chunks(n)
         );
         let _guard = span.enter();
-        let mut profile = config.profile.then(|| Profile {
-            marks: Vec::new(),
-            device: self.device.clone(),
-        });
-        let result = self.run::<C>(stream, &bases.points, &source, n, &info, ws, &mut profile)?;
+        let mut profile = self.profile(config);
+        self.run::<C>(stream, &bases.points, &source, n, &info, ws, &mut profile)?;
+        // The call's one wait: the window sums and the ones' sum, a few hundred bytes each.
+        let sums: Vec<C::XyzzRepr> =
+            stream.download(&ws.results.slice(..plan.windows as usize + 1))?;
+        let result = run::combine::<C>(&sums, plan.bits)?;
         if let Some(p) = profile {
             info.phases = p.totals()?;
         }
         Ok((result, info))
     }
 
+    /// Device bytes a call may use: the configured allowance, or what the driver reports free
+    /// plus the engine's cached buffers of group `C`, less a margin.
+    fn allowance<C: MsmCurve>(
+        &self,
+        cache: &HashMap<&'static str, Box<dyn Any + Send>>,
+        config: &MsmConfig,
+    ) -> Result<usize, MsmError> {
+        if let Some(a) = config.vram_allowance {
+            return Ok(a);
+        }
+        let cached_bytes = cache
+            .get(C::NAME)
+            .and_then(|w| w.downcast_ref::<Workspace<C>>())
+            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
+        let (free, _) = self.device.memory_info()?;
+        Ok((free + cached_bytes).saturating_sub(VRAM_MARGIN))
+    }
+
+    /// The plan of one MSM of `n` points (`tail` expected past the split) in `allowance`.
+    fn plan<C: MsmCurve>(
+        &self,
+        n: usize,
+        tail: usize,
+        split: bool,
+        staged: bool,
+        config: &MsmConfig,
+        allowance: usize,
+    ) -> Result<Plan, MsmError> {
+        Plan::new(&self.plan_input::<C>(n, tail, split, staged, config, allowance))
+    }
+
+    fn plan_input<C: MsmCurve>(
+        &self,
+        n: usize,
+        tail: usize,
+        split: bool,
+        staged: bool,
+        config: &MsmConfig,
+        allowance: usize,
+    ) -> PlanInput {
+        PlanInput {
+            n,
+            tail,
+            bits: config.window_bits,
+            split,
+            staged,
+            xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
+            sm_count: self.device.info().sm_count,
+            allowance,
+        }
+    }
+
+    /// Phase timing for one MSM when `config` asks for it.
+    fn profile(&self, config: &MsmConfig) -> Option<Profile> {
+        config.profile.then(|| Profile {
+            marks: Vec::new(),
+            device: self.device.clone(),
+        })
+    }
+
     /// Frees the cached work buffers (the next call allocates again).
     pub fn release_workspaces(&self) {
         lock(&self.workspaces).clear();
     }
+}
+
+/// An MSM pairs each scalar with one base.
+fn check_len(bases: usize, scalars: usize) -> Result<(), MsmError> {
+    if scalars > bases {
+        return Err(MsmError::LengthMismatch { bases, scalars });
+    }
+    Ok(())
+}
+
+/// Where `scalars` are read from, checked against the device (`ordinal`) of the bases.
+fn resolve(scalars: Scalars<'_>, ordinal: usize) -> Result<Source<'_>, MsmError> {
+    Ok(match scalars {
+        // Slices of page-locked memory copy asynchronously at full speed; the borrow keeps
+        // the memory unchanged until the call has waited for its last copy.
+        Scalars::Pinned(p) => Source::Host(p.as_slice()?),
+        Scalars::PinnedRange(p, r) => {
+            let all = p.as_slice()?;
+            if r.end > all.len() || r.start > r.end {
+                return Err(MsmError::RangeOutOfBounds {
+                    start: r.start,
+                    end: r.end,
+                    len: all.len(),
+                });
+            }
+            Source::Host(&all[r])
+        }
+        Scalars::Host(h) => Source::Host(h),
+        Scalars::Device(d) => {
+            if d.device_ordinal() != ordinal {
+                return Err(MsmError::WrongDevice {
+                    bases: ordinal,
+                    scalars: d.device_ordinal(),
+                });
+            }
+            Source::Device(d, 0)
+        }
+    })
+}
+
+/// The cached workspace of group `C`, reallocated when it does not cover `sizes`.
+fn workspace<'c, C: MsmCurve>(
+    cache: &'c mut HashMap<&'static str, Box<dyn Any + Send>>,
+    stream: &Stream,
+    sizes: &Sizes,
+) -> Result<&'c mut Workspace<C>, MsmError> {
+    let fits = cache
+        .get(C::NAME)
+        .and_then(|w| w.downcast_ref::<Workspace<C>>())
+        .is_some_and(|w| w.sizes.covers(sizes));
+    if !fits {
+        // Free the old buffers before allocating the new ones.
+        cache.remove(C::NAME);
+        let ws = Workspace::<C>::new(stream, *sizes)?;
+        // Stream-ordered allocations must be complete before the copy stream touches them.
+        stream.synchronize()?;
+        cache.insert(C::NAME, Box::new(ws));
+    }
+    Ok(cache
+        .get_mut(C::NAME)
+        .and_then(|w| w.downcast_mut::<Workspace<C>>())
+        .expect("inserted above"))
 }
 
 /// Whether to split off zeros and ones, and how many scalars are expected to remain.
@@ -415,7 +486,7 @@ fn decide_split(source: &Source<'_>, n: usize, mode: Split) -> (bool, usize) {
             let share = sample(h);
             (true, ((1.0 - share) * n as f64).ceil() as usize)
         }
-        (Split::Always, Source::Device(_)) => (true, n),
+        (Split::Always, Source::Device(..)) => (true, n),
         (Split::Auto, Source::Host(h)) => {
             let share = sample(h);
             if share >= SPLIT_THRESHOLD {
@@ -424,7 +495,7 @@ fn decide_split(source: &Source<'_>, n: usize, mode: Split) -> (bool, usize) {
                 (false, n)
             }
         }
-        (Split::Auto, Source::Device(_)) => (false, n),
+        (Split::Auto, Source::Device(..)) => (false, n),
     }
 }
 

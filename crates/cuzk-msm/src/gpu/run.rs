@@ -1,13 +1,14 @@
 //! One MSM call on the device, pass by pass and chunk by chunk, with optional phase timing,
-//! and the host's final combination of the window sums.
+//! the host's final combination of the window sums, and the two page-locked slots through which
+//! pipelined MSMs hand their window sums to the host.
 
 use super::launch::{self, Count, DigitParams, FirstLevel, DIGITS_INDEXED};
 use super::workspace::Workspace;
 use super::{CallInfo, MsmEngine, Source};
 use crate::curve::MsmCurve;
-use crate::plan::{SPAN_ONES, SPAN_XYZZ};
+use crate::plan::{Plan, SPAN_ONES, SPAN_XYZZ};
 use crate::MsmError;
-use cuzk_cuda::{Device, DeviceBuffer, DeviceView, Event, Stream};
+use cuzk_cuda::{Device, DeviceBuffer, DeviceView, Event, PinnedBuffer, Stream};
 use cuzk_field::FrRepr;
 use group::Group;
 
@@ -50,6 +51,8 @@ impl Profile {
 }
 
 impl MsmEngine {
+    /// Queues one MSM on `stream`; its window sums, then the sum of the bases whose scalar is
+    /// one, end in `ws.results[..windows + 1]`. The host does not wait.
     #[allow(clippy::too_many_arguments)] // One call's whole context, passed once.
     pub(super) fn run<C: MsmCurve>(
         &self,
@@ -60,7 +63,7 @@ impl MsmEngine {
         info: &CallInfo,
         ws: &mut Workspace<C>,
         profile: &mut Option<Profile>,
-    ) -> Result<C::Projective, MsmError> {
+    ) -> Result<(), MsmError> {
         let mark = |profile: &mut Option<Profile>, phase| Profile::mark(profile, stream, phase);
         let k = &self.kernels;
         let plan = &info.plan;
@@ -82,7 +85,7 @@ impl MsmEngine {
                     let at = lo + piece * plan.piece;
                     let piece_len = plan.piece.min(lo + len - at);
                     let input: DeviceView<'_, FrRepr> = match source {
-                        Source::Device(d) => d.slice(at..at + piece_len),
+                        Source::Device(d, first) => d.slice(first + at..first + at + piece_len),
                         Source::Host(h) => {
                             // Alternate staging buffers: the copy of the next piece runs on the
                             // copy stream while this one is converted; buffer events order them.
@@ -214,15 +217,15 @@ impl MsmEngine {
                 &mut sums,
             )?;
         }
-        mark(profile, 7)?;
-        // The call's one wait: the window sums and the ones' sum, a few hundred bytes each.
-        let sums: Vec<C::XyzzRepr> = stream.download(&ws.results.slice(..windows + 1))?;
-        combine::<C>(&sums, plan.bits)
+        mark(profile, 7)
     }
 }
 
 /// Σ_w 2^(bits·w)·sums[w] for the window sums, plus the ones' sum stored after them.
-fn combine<C: MsmCurve>(sums: &[C::XyzzRepr], bits: u32) -> Result<C::Projective, MsmError> {
+pub(super) fn combine<C: MsmCurve>(
+    sums: &[C::XyzzRepr],
+    bits: u32,
+) -> Result<C::Projective, MsmError> {
     let decode = |index: usize| -> Result<C::Projective, MsmError> {
         C::xyzz_from_repr(&sums[index])
             .and_then(|p| C::from_xyzz(&p))
@@ -237,4 +240,48 @@ fn combine<C: MsmCurve>(sums: &[C::XyzzRepr], bits: u32) -> Result<C::Projective
         acc += decode(w)?;
     }
     Ok(acc + decode(windows)?)
+}
+
+/// Two page-locked copies of the window sums for pipelined MSMs: the host combines one MSM's
+/// while the device computes the next, and neither the host nor the device waits for the
+/// other except when the host takes a result.
+pub(super) struct ResultSlots<C: MsmCurve> {
+    slots: [PinnedBuffer<C::XyzzRepr>; 2],
+    /// Window width and window count of the MSM last queued into each slot.
+    shape: [(u32, usize); 2],
+}
+
+impl<C: MsmCurve> ResultSlots<C> {
+    /// Slots of `len` points each: at least the most windows of any plan, plus one.
+    pub(super) fn new(device: &Device, len: usize) -> Result<Self, MsmError> {
+        Ok(ResultSlots {
+            slots: [device.alloc_pinned(len)?, device.alloc_pinned(len)?],
+            shape: [(0, 0); 2],
+        })
+    }
+
+    /// Queues on `stream`, after the MSM just queued there, the copy of its window sums into
+    /// `slot`. The workspace must hold at least the slots' length of results (plans' sizes are
+    /// raised to it), and the slot's previous result must have been taken.
+    pub(super) fn queue(
+        &mut self,
+        stream: &Stream,
+        ws: &Workspace<C>,
+        slot: usize,
+        plan: &Plan,
+    ) -> Result<(), MsmError> {
+        let len = self.slots[slot].len();
+        // The pinned buffer's event orders this copy after its previous ones; the results
+        // buffer's own events order it after the MSM's writes and before the next MSM's zeroing.
+        stream.copy_to_pinned(&ws.results.slice(..len), &mut self.slots[slot])?;
+        self.shape[slot] = (plan.bits, plan.windows as usize);
+        Ok(())
+    }
+
+    /// Waits for the copy queued into `slot` (and nothing queued after it) and combines it.
+    pub(super) fn take(&self, slot: usize) -> Result<C::Projective, MsmError> {
+        let (bits, windows) = self.shape[slot];
+        let sums = self.slots[slot].as_slice()?;
+        combine::<C>(&sums[..windows + 1], bits)
+    }
 }
