@@ -152,14 +152,16 @@ extern "C" __global__ void cuzk_msm_prepare(const fr_t* in, uint32_t n, uint32_t
     }
 }
 
-// hist[w·2^(c−1) + |d| − 1] += 1 for every non-zero digit d of window w of the counts[0]
-// canonical scalars in canon.
+// hist[w·2^(c−1) + |d| − 1] += 1 for every non-zero digit d of window w of the canonical
+// scalars canon[from .. counts[0]) (from = 0: all of them; a piece's first index: the piece
+// prepare just converted, so the histogram of a chunk can grow piece by piece while the next
+// piece uploads).
 extern "C" __global__ void cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts,
-                                              DigitParams p, uint32_t* hist) {
+                                              uint32_t from, DigitParams p, uint32_t* hist) {
     using namespace cuzk::msm_sort;
     const uint32_t m = counts[0];
     const uint32_t half = 1u << (p.c - 1);
-    for (uint64_t j = cuzk::thread_index(); j < m; j += cuzk::thread_count()) {
+    for (uint64_t j = from + cuzk::thread_index(); j < m; j += cuzk::thread_count()) {
         const fr_t s = canon[j];
         for_each_digit(s, p, [&](uint32_t w, uint32_t d, bool) {
             atomicAdd(&hist[w * half + d - 1], 1u);

@@ -213,23 +213,29 @@ pub(super) fn histogram(
     k: &Kernels,
     canon: &DeviceBuffer<FrRepr>,
     counts: &DeviceBuffer<u32>,
+    scalars: std::ops::Range<usize>,
     p: &DigitParams,
     hist: &mut DeviceViewMut<'_, u32>,
 ) -> Result<(), MsmError> {
     assert!(hist.len() >= p.w_count as usize * (1usize << (p.c - 1)));
-    assert!(canon.len() >= p.n as usize);
-    // SAFETY: `cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts, DigitParams p,
-    // uint32_t* hist)` gets these arguments, DigitParams with the same C layout. It reads
-    // counts[0] ≤ p.n (prepare writes at most the chunk's n) scalars of canon (≥ p.n long) and
-    // increments hist below w_count·2^(c−1) (checked above). Grid-stride over p.n.
+    assert!(
+        canon.len() >= p.n as usize && scalars.start <= scalars.end && scalars.end <= p.n as usize
+    );
+    let from32 = scalars.start as u32;
+    // SAFETY: `cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts, uint32_t from,
+    // DigitParams p, uint32_t* hist)` gets these arguments, DigitParams with the same C layout.
+    // It reads canon[from .. counts[0]) with counts[0] ≤ p.n (prepare writes at most the
+    // chunk's n) and canon ≥ p.n long, and increments hist below w_count·2^(c−1) (checked
+    // above). Grid-stride, sized for `scalars` (the kernel stops at counts[0] whatever it is).
     unsafe {
         stream
             .launch(&k.histogram)
             .buf(canon)
             .buf(counts)
+            .arg(&from32)
             .arg(p)
             .view_mut(hist)
-            .launch(k.stride(p.n as usize, SCALAR_BLOCK))
+            .launch(k.stride(scalars.len(), SCALAR_BLOCK))
     }?;
     Ok(())
 }

@@ -79,8 +79,17 @@ impl MsmEngine {
             for chunk in 0..plan.chunks(n) {
                 let lo = chunk * plan.chunk;
                 let len = plan.chunk.min(n - lo);
+                let p = DigitParams {
+                    n: len as u32,
+                    base_offset: lo as u32,
+                    c: plan.bits,
+                    w_begin,
+                    w_count,
+                    flags: if split { DIGITS_INDEXED } else { 0 },
+                };
                 mark(profile, 0)?;
                 stream.zero(&mut ws.counts)?;
+                stream.zero(&mut ws.hist.slice_mut(..pass_buckets))?;
                 for piece in 0..len.div_ceil(plan.piece) {
                     let at = lo + piece * plan.piece;
                     let piece_len = plan.piece.min(lo + len - at);
@@ -135,19 +144,29 @@ impl MsmEngine {
                         )?;
                         mark(profile, 0)?;
                     }
+                    if !split {
+                        // Dense: the piece's digits are counted now, while the copy stream
+                        // uploads the next piece, instead of after the whole chunk.
+                        mark(profile, 2)?;
+                        let mut hist = ws.hist.slice_mut(..pass_buckets);
+                        launch::histogram(
+                            stream,
+                            k,
+                            &ws.canon,
+                            &ws.counts,
+                            at - lo..at - lo + piece_len,
+                            &p,
+                            &mut hist,
+                        )?;
+                        mark(profile, 0)?;
+                    }
                 }
-                let p = DigitParams {
-                    n: len as u32,
-                    base_offset: lo as u32,
-                    c: plan.bits,
-                    w_begin,
-                    w_count,
-                    flags: if split { DIGITS_INDEXED } else { 0 },
-                };
-                mark(profile, 2)?;
-                let mut hist = ws.hist.slice_mut(..pass_buckets);
-                stream.zero(&mut hist)?;
-                launch::histogram(stream, k, &ws.canon, &ws.counts, &p, &mut hist)?;
+                if split {
+                    // The tail's length is known on the device only: one count of the chunk.
+                    mark(profile, 2)?;
+                    let mut hist = ws.hist.slice_mut(..pass_buckets);
+                    launch::histogram(stream, k, &ws.canon, &ws.counts, 0..len, &p, &mut hist)?;
+                }
                 mark(profile, 3)?;
                 launch::scan(
                     stream,
