@@ -38,9 +38,25 @@ pub struct RequestSpec {
     /// WINNING_POST.
     #[arg(long)]
     pub proof_kind: Option<String>,
-    /// The vanilla proof file (a PoRep C1 output).
+    /// The vanilla proof file: a PoRep C1 output (JSON, bare or in Curio's envelope); for
+    /// PoSt and SnapDeals, the bincode vanilla proofs back to back.
     #[arg(long)]
     pub vanilla_proof_file: Option<PathBuf>,
+    /// PoSt randomness, 32 bytes in hex.
+    #[arg(long)]
+    pub randomness_hex: Option<String>,
+    /// The partition, for WINDOW_POST_PARTITION.
+    #[arg(long)]
+    pub partition_index: Option<u32>,
+    /// SnapDeals: the sector key (old sealed) CID, binary CID in hex.
+    #[arg(long)]
+    pub sector_key_cid_hex: Option<String>,
+    /// SnapDeals: the new sealed CID, binary CID in hex.
+    #[arg(long)]
+    pub new_sealed_cid_hex: Option<String>,
+    /// SnapDeals: the new unsealed CID, binary CID in hex.
+    #[arg(long)]
+    pub new_unsealed_cid_hex: Option<String>,
     /// Sector size in bytes.
     #[arg(long)]
     pub sector_size: Option<u64>,
@@ -102,6 +118,11 @@ impl RequestSpec {
             input_file,
             proof_kind,
             vanilla_proof_file,
+            randomness_hex,
+            partition_index,
+            sector_key_cid_hex,
+            new_sealed_cid_hex,
+            new_unsealed_cid_hex,
             sector_size,
             registered_proof,
             sector_number,
@@ -128,6 +149,7 @@ impl RequestSpec {
             registered_proof: self.registered_proof.unwrap_or(0),
             sector_number: self.sector_number.unwrap_or(0),
             miner_id: self.miner_id.unwrap_or(0),
+            partition_index: self.partition_index.unwrap_or(0),
             deadline_ms: self.deadline_ms.unwrap_or(0),
             ..SubmitProofRequest::default()
         };
@@ -147,6 +169,28 @@ impl RequestSpec {
         if let Some(path) = &self.vanilla_proof_file {
             r.vanilla_proof =
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        }
+        for (flag, hex, field) in [
+            ("--randomness-hex", &self.randomness_hex, &mut r.randomness),
+            (
+                "--sector-key-cid-hex",
+                &self.sector_key_cid_hex,
+                &mut r.sector_key_cid,
+            ),
+            (
+                "--new-sealed-cid-hex",
+                &self.new_sealed_cid_hex,
+                &mut r.new_sealed_cid,
+            ),
+            (
+                "--new-unsealed-cid-hex",
+                &self.new_unsealed_cid_hex,
+                &mut r.new_unsealed_cid,
+            ),
+        ] {
+            if let Some(hex) = hex {
+                *field = decode_hex(hex).with_context(|| format!("{flag} {hex:?}"))?;
+            }
         }
         if let Some(p) = &self.priority {
             let p = Priority::from_str_name(&p.to_ascii_uppercase())
@@ -182,9 +226,9 @@ impl RequestSpec {
 fn decode_hex(text: &str) -> Result<Vec<u8>> {
     let text = text.trim();
     if !text.len().is_multiple_of(2) {
-        bail!("--input-hex needs an even number of digits");
+        bail!("hex needs an even number of digits");
     }
-    let digit = |b: u8| char::from(b).to_digit(16).context("--input-hex is not hex");
+    let digit = |b: u8| char::from(b).to_digit(16).context("not hex");
     text.as_bytes()
         .chunks(2)
         .map(|pair| Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
@@ -234,6 +278,25 @@ mod tests {
             ..RequestSpec::default()
         };
         assert!(bad.to_submit().is_err());
+        let post = RequestSpec {
+            proof_kind: Some("WINDOW_POST_PARTITION".into()),
+            randomness_hex: Some("07".repeat(32)),
+            partition_index: Some(3),
+            new_sealed_cid_hex: Some("0182".into()),
+            registered_proof: Some(10),
+            ..RequestSpec::default()
+        };
+        let r = post.to_submit().unwrap();
+        assert_eq!(r.proof_kind(), ProofKind::WindowPostPartition);
+        assert_eq!(r.randomness, [7; 32]);
+        assert_eq!(r.partition_index, 3);
+        assert_eq!(r.new_sealed_cid, [1, 0x82]);
+        assert_eq!(r.registered_proof, 10);
+        let odd = RequestSpec {
+            randomness_hex: Some("7".into()),
+            ..post
+        };
+        assert!(format!("{:#}", odd.to_submit().unwrap_err()).contains("--randomness-hex"));
         assert_eq!(parse_field("seed=3"), Ok(("seed".into(), 3)));
         assert!(parse_field("seed").is_err());
     }

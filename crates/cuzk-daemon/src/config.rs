@@ -31,6 +31,8 @@ pub struct Config {
     pub scheduler: SchedulerSection,
     /// Logging.
     pub log: LogSection,
+    /// The Filecoin proof kinds: where their parameters are and what may be done to them.
+    pub filecoin: FilecoinSection,
     /// Circuits set up before the daemon reports ready.
     pub preload: Vec<Preload>,
 }
@@ -60,7 +62,7 @@ impl Default for ServerSection {
         ServerSection {
             listen: "127.0.0.1:9820".into(),
             metrics_listen: "127.0.0.1:9821".into(),
-            max_message_size: "128MiB".into(),
+            max_message_size: "256MiB".into(),
             auth_token: String::new(),
             auth_token_file: String::new(),
             allow_remote_without_token: false,
@@ -188,6 +190,60 @@ impl Default for LogSection {
     }
 }
 
+/// `[filecoin]`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilecoinSection {
+    /// The Filecoin parameter folder; empty: `FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub param_dir: String,
+    /// Generate missing parameters of sectors up to this size (a test setup); `"0"`: never.
+    pub generate_up_to: String,
+    /// Check every parameter file's digest.
+    pub verify_digests: bool,
+}
+
+impl Default for FilecoinSection {
+    fn default() -> Self {
+        FilecoinSection {
+            param_dir: String::new(),
+            generate_up_to: "0".into(),
+            verify_digests: true,
+        }
+    }
+}
+
+/// What the Filecoin proof kinds are served with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilecoinSettings {
+    /// The parameter folder (PCEs are kept there too when it is writable).
+    pub param_dir: PathBuf,
+    /// Missing parameters of sectors up to this many bytes are generated; 0: never.
+    pub generate_up_to: u64,
+    /// Whether parameter digests are checked.
+    pub verify_digests: bool,
+}
+
+/// filecoin-proofs' default parameter folder.
+pub const FILECOIN_DEFAULT_PARAM_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
+impl FilecoinSection {
+    fn settings(&self) -> Result<FilecoinSettings, ConfigError> {
+        let param_dir = match self.param_dir.trim() {
+            "" => std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(FILECOIN_DEFAULT_PARAM_DIR)),
+            dir => PathBuf::from(dir),
+        };
+        Ok(FilecoinSettings {
+            param_dir,
+            generate_up_to: size("filecoin.generate_up_to", &self.generate_up_to)?,
+            verify_digests: self.verify_digests,
+        })
+    }
+}
+
 /// One `[[preload]]` entry: a circuit and the inputs that fix its shape.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -260,6 +316,8 @@ pub struct Settings {
     pub log_filter: String,
     /// Circuits to set up before ready.
     pub preload: Vec<Preload>,
+    /// The Filecoin proof kinds' parameters.
+    pub filecoin: FilecoinSettings,
 }
 
 impl Config {
@@ -387,6 +445,7 @@ impl Config {
             scheduler,
             log_filter: self.log.filter.clone(),
             preload: self.preload.clone(),
+            filecoin: self.filecoin.settings()?,
         })
     }
 }
@@ -524,7 +583,9 @@ mod tests {
         assert_eq!(Config::embedded(), Config::default());
         let s = Config::default().settings().unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:9820");
-        assert_eq!(s.max_message_size, 128 << 20);
+        assert_eq!(s.max_message_size, 256 << 20);
+        assert_eq!(s.filecoin.generate_up_to, 0);
+        assert!(s.filecoin.verify_digests);
         assert_eq!(s.host_budget, HostBudget::Auto);
         assert_eq!(s.backend, BackendChoice::Auto);
     }
@@ -559,6 +620,16 @@ mod tests {
         assert!(err("[cuda]\nvram_budget = \"big\"").contains("cuda.vram_budget"));
         assert!(err("[cuda]\nmsm_vram = \"1MiB\"").contains("cuda.msm_vram"));
         assert!(err("[cuda]\nparamgen = \"tpu\"").contains("cuda.paramgen"));
+        assert!(err("[filecoin]\ngenerate_up_to = \"big\"").contains("filecoin.generate_up_to"));
+        let c = Config::parse(
+            "[filecoin]\nparam_dir = \"/p\"\ngenerate_up_to = \"2KiB\"\nverify_digests = false",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let f = c.settings().unwrap().filecoin;
+        assert_eq!(f.param_dir, PathBuf::from("/p"));
+        assert_eq!(f.generate_up_to, 2048);
+        assert!(!f.verify_digests);
         assert!(err("[server]\nlisten_on = 1").contains("listen_on"));
         let remote = "[server]\nlisten = \"0.0.0.0:9820\"\nauth_token = \"s3cret\"";
         let c = Config::parse(remote, Path::new("t.toml")).unwrap();

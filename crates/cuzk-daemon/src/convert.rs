@@ -52,6 +52,7 @@ pub fn to_request(
         let inputs = Inputs {
             bytes: submit.circuit_inputs,
             fields: submit.circuit_fields.into_iter().collect(),
+            ..Inputs::default()
         };
         Request::new(submit.circuit, inputs)
     } else {
@@ -66,8 +67,9 @@ pub fn to_request(
                 kind.as_str_name()
             )));
         }
-        // The Filecoin kinds read the vanilla proof and the sector's numbers; zeros are
-        // proto3's "unset", so only set values are passed on.
+        // The Filecoin kinds read the vanilla proof, the sector's numbers, the randomness
+        // and the SnapDeals CIDs; zeros and empty bytes are proto3's "unset", so only set
+        // values are passed on.
         let mut inputs = Inputs::from_bytes(submit.vanilla_proof);
         for (field, value) in [
             ("sector_size", submit.sector_size),
@@ -78,6 +80,16 @@ pub fn to_request(
         ] {
             if value != 0 {
                 inputs = inputs.with_field(field, value);
+            }
+        }
+        for (field, value) in [
+            ("randomness", submit.randomness),
+            ("sector_key_cid", submit.sector_key_cid),
+            ("new_sealed_cid", submit.new_sealed_cid),
+            ("new_unsealed_cid", submit.new_unsealed_cid),
+        ] {
+            if !value.is_empty() {
+                inputs = inputs.with_byte_field(field, value);
             }
         }
         Request::new(name, inputs)
@@ -203,6 +215,42 @@ mod tests {
             to_request(porep, |_| true).unwrap().kind,
             "porep-seal-commit"
         );
+        // Every Filecoin field Curio sends reaches the kind.
+        let snap = to_request(
+            SubmitProofRequest {
+                proof_kind: ProofKind::SnapDealsUpdate.into(),
+                vanilla_proof: vec![9],
+                sector_size: 2048,
+                registered_proof: 0,
+                sector_number: 7,
+                miner_id: 1000,
+                partition_index: 2,
+                randomness: vec![1; 32],
+                sector_key_cid: vec![2],
+                new_sealed_cid: vec![3],
+                new_unsealed_cid: vec![4],
+                ..submit()
+            },
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(snap.kind, "snap-deals-update");
+        let i = &snap.inputs;
+        assert_eq!(i.bytes, [9]);
+        assert_eq!(i.fields["sector_size"], 2048);
+        assert!(!i.fields.contains_key("registered_proof"));
+        assert_eq!(
+            (
+                i.fields["sector_number"],
+                i.fields["miner_id"],
+                i.fields["partition_index"]
+            ),
+            (7, 1000, 2)
+        );
+        assert_eq!(i.byte_fields["randomness"], [1; 32]);
+        assert_eq!(i.byte_fields["sector_key_cid"], [2]);
+        assert_eq!(i.byte_fields["new_sealed_cid"], [3]);
+        assert_eq!(i.byte_fields["new_unsealed_cid"], [4]);
         assert_eq!(
             code(SubmitProofRequest {
                 proof_kind: 42,

@@ -30,7 +30,9 @@ pub mod server;
 mod service;
 
 pub use auth::BearerAuth;
-pub use config::{BackendChoice, Config, CudaSettings, Preload, Settings, DEFAULT_CONFIG};
+pub use config::{
+    BackendChoice, Config, CudaSettings, FilecoinSettings, Preload, Settings, DEFAULT_CONFIG,
+};
 pub use engine::{Engine, VERSION};
 pub use error::{ConfigError, StartError};
 pub use service::ProvingService;

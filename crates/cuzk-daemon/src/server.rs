@@ -72,7 +72,7 @@ pub async fn run(
     let scheduler = Arc::new(Scheduler::start(
         settings.scheduler.clone(),
         backend,
-        Registry::with_builtins(),
+        registry(&settings),
         budget,
     )?);
     preload(&scheduler, &settings).await?;
@@ -200,6 +200,39 @@ pub enum Resolved {
     Cuda,
 }
 
+/// The built-in circuits and, with the `filecoin` feature, the four Filecoin proof kinds over
+/// the configured parameter folder.
+fn registry(settings: &Settings) -> Registry {
+    #[cfg_attr(not(feature = "filecoin"), allow(unused_mut))] // only the feature adds kinds
+    let mut registry = Registry::with_builtins();
+    #[cfg(feature = "filecoin")]
+    {
+        use cuzk_filecoin::{CachePolicy, DigestCheck, FilecoinKind, ParamCache};
+        let f = &settings.filecoin;
+        let policy = CachePolicy {
+            generate_up_to: f.generate_up_to,
+            digests: if f.verify_digests {
+                DigestCheck::Verify
+            } else {
+                DigestCheck::Skip
+            },
+            ..CachePolicy::default()
+        };
+        tracing::info!(
+            param_dir = %f.param_dir.display(),
+            generate_up_to = f.generate_up_to,
+            verify_digests = f.verify_digests,
+            "Filecoin proof kinds served"
+        );
+        let cache = Arc::new(ParamCache::with_policy(&f.param_dir, policy));
+        FilecoinKind::register_all(&mut registry, cache)
+            .expect("the Filecoin kinds' names differ from the built-ins'");
+    }
+    #[cfg(not(feature = "filecoin"))]
+    let _ = settings;
+    registry
+}
+
 /// Resolves the configured backend: `auto` is CUDA when the driver reports a device.
 pub fn resolve_backend(choice: BackendChoice, probe: Result<usize, String>) -> Resolved {
     match (choice, probe) {
@@ -299,6 +332,7 @@ async fn preload(scheduler: &Arc<Scheduler>, settings: &Settings) -> Result<(), 
         let inputs = Inputs {
             bytes: hex(&p.input_hex).map_err(|e| failed(e.to_string()))?,
             fields: p.fields.clone(),
+            ..Inputs::default()
         };
         tracing::info!(circuit = %p.circuit, fields = ?p.fields, "preloading parameters");
         let (scheduler, circuit) = (Arc::clone(scheduler), p.circuit.clone());

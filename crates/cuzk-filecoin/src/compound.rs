@@ -3,14 +3,16 @@
 //! witnesses on the circuit's PCE and proves them through the backend, and every proof is
 //! checked against the verifier's own public inputs before it is returned.
 
-use crate::cache::{CircuitId, CircuitKeys};
-use crate::error::{chain, Error, Result};
+use crate::adapter::Sequential;
+use crate::cache::{CircuitId, CircuitKeys, ParamCache};
+use crate::error::{chain, Error, ProofKind, Result};
 use crate::Prover;
 use blstrs::Scalar as Fr;
 use cuzk_groth16::Proof;
-use cuzk_synth::{Witness, WitnessCs};
+use cuzk_synth::{Pce, Witness, WitnessCs};
 use ff::Field;
 use rayon::prelude::*;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
@@ -50,83 +52,157 @@ pub struct Proved {
 /// covers (see [`join_runs`]).
 pub(crate) type Runs<C> = Vec<(C, usize)>;
 
-/// Proves `vanilla_proofs[k]` as partition `k` of circuit `CP`, with `inputs_for(k)` the
-/// public inputs the verifier will use for that partition. `runs(k, vanilla)` may split the
-/// partition's circuit into circuits over runs of its challenges, synthesized in parallel and
-/// joined ([`join_runs`]); `None` synthesizes the partition's circuit whole.
-pub(crate) fn prove_partitions<'a, S, C, CP>(
-    prover: &Prover<'_>,
-    id: &CircuitId,
-    pub_in: &S::PublicInputs,
-    vanilla_proofs: &[S::Proof],
-    pub_params: &S::PublicParams,
-    inputs_for: impl Fn(usize) -> anyhow::Result<Vec<Fr>> + Sync,
-    runs: impl Fn(usize, &S::Proof) -> Option<Runs<C>> + Sync,
-) -> Result<Proved>
+/// One request's partitions of one circuit, checked and ready to synthesize: what the direct
+/// [`Prover`] calls and the scheduler's instances (feature `sched`) both work from.
+pub(crate) trait Job: Send + Sync {
+    /// The circuit.
+    fn id(&self) -> &CircuitId;
+    /// How many partition proofs the request makes.
+    fn partitions(&self) -> usize;
+    /// The circuit's parameters and PCE from `cache` (loaded, recorded or generated there).
+    fn load(&self, cache: &ParamCache) -> Result<Arc<CircuitKeys>>;
+    /// Records the circuit's PCE from its blank circuit, as the cache does.
+    fn record(&self) -> std::result::Result<Pce, cuzk_synth::SynthError>;
+    /// Partition `k`'s public inputs (ONE excluded), exactly as the verifier computes them.
+    fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<Fr>>;
+    /// Partition `k`'s witness on `pce` (its public inputs not yet checked).
+    fn witness(&self, pce: &Pce, k: usize) -> Result<Witness>;
+}
+
+/// How a partition's circuit is split into runs of its challenges, if at all: from the
+/// circuits' public inputs and parameters, the partition index, its vanilla proof and the
+/// number of partitions.
+pub(crate) type SplitFn<S, C> = fn(
+    &<S as ProofScheme<'static>>::PublicInputs,
+    &<S as ProofScheme<'static>>::PublicParams,
+    usize,
+    &<S as ProofScheme<'static>>::Proof,
+    usize,
+) -> Option<Runs<C>>;
+
+/// The [`Job`] of a filecoin-proofs compound proof `CP` of scheme `S` over circuit `C`: the
+/// partitions' circuits are built as its `CompoundProof::circuit_proofs` builds them.
+pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
+    /// The circuit.
+    pub id: CircuitId,
+    /// The public inputs the circuits are built with.
+    pub pub_in: S::PublicInputs,
+    /// The public inputs the verifier computes partition `offset + k`'s inputs from.
+    pub verifier_in: S::PublicInputs,
+    /// Where this request's first partition is in the verifier's count.
+    pub offset: usize,
+    /// One vanilla proof per partition.
+    pub vanilla: Vec<S::Proof>,
+    /// The scheme's public parameters.
+    pub pub_params: S::PublicParams,
+    /// Splits a partition's synthesis into runs of challenges (PoRep); `None` never splits.
+    pub split: Option<SplitFn<S, C>>,
+    pub _marker: PhantomData<fn() -> (C, CP)>,
+}
+
+impl<S, C, CP> Job for CompoundJob<S, C, CP>
 where
-    S: ProofScheme<'a>,
+    S: ProofScheme<'static> + 'static,
     S::Proof: Sync + Send,
     S::PublicParams: ParameterSetMetadata + Sync + Send,
-    S::PublicInputs: Clone + Sync,
-    C: bellpepper_core::Circuit<Fr> + CircuitComponent + Send,
-    CP: CompoundProof<'a, S, C>,
+    S::PublicInputs: Clone + Sync + Send,
+    C: bellpepper_core::Circuit<Fr> + CircuitComponent + Send + 'static,
+    CP: CompoundProof<'static, S, C> + 'static,
 {
-    let span =
-        tracing::info_span!("prove_partitions", circuit = %id, partitions = vanilla_proofs.len());
-    let _enter = span.enter();
-    let start = Instant::now();
-    let circuit = || id.cache_id.clone();
+    fn id(&self) -> &CircuitId {
+        &self.id
+    }
 
-    let load_start = Instant::now();
-    let keys: Arc<CircuitKeys> = prover
-        .cache()
-        .circuit(id, || CP::blank_circuit(pub_params))?;
-    let load = load_start.elapsed();
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
 
-    // The verifier's inputs first: cheap, and they name a wrong request before any work.
-    let expected: Vec<Vec<Fr>> = (0..vanilla_proofs.len())
-        .into_par_iter()
-        .map(|k| {
-            inputs_for(k).map_err(|e| Error::VanillaRejected {
-                kind: id.kind,
-                message: format!("public inputs of partition {k}: {}", chain(&e)),
-            })
-        })
-        .collect::<Result<_>>()?;
+    fn load(&self, cache: &ParamCache) -> Result<Arc<CircuitKeys>> {
+        cache.circuit(&self.id, || CP::blank_circuit(&self.pub_params))
+    }
 
-    let synth_start = Instant::now();
-    let witnesses: Vec<Witness> = vanilla_proofs
-        .par_iter()
-        .enumerate()
-        .map(|(k, vanilla)| {
-            let whole = || -> Result<Witness> {
-                let c = CP::circuit(pub_in, Default::default(), vanilla, pub_params, Some(k))
-                    .map_err(|e| Error::Circuit {
-                        circuit: circuit(),
-                        partition: k,
-                        message: chain(&e),
-                    })?;
-                keys.pce
-                    .synthesize_witness(c)
-                    .map_err(|source| Error::Synthesis {
-                        circuit: circuit(),
-                        partition: k,
-                        source,
-                    })
-            };
-            let joined = runs(k, vanilla).and_then(|runs| {
+    fn record(&self) -> std::result::Result<Pce, cuzk_synth::SynthError> {
+        Pce::record(Sequential(CP::blank_circuit(&self.pub_params)))
+    }
+
+    fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<Fr>> {
+        CP::generate_public_inputs(&self.verifier_in, &self.pub_params, Some(self.offset + k))
+    }
+
+    fn witness(&self, pce: &Pce, k: usize) -> Result<Witness> {
+        let circuit = || self.id.cache_id.clone();
+        let vanilla = &self.vanilla[k];
+        let joined = self
+            .split
+            .and_then(|split| split(&self.pub_in, &self.pub_params, k, vanilla, self.vanilla.len()))
+            .and_then(|runs| {
                 let n = runs.len();
-                join_runs(runs, keys.pce.num_inputs, keys.pce.num_aux)
+                join_runs(runs, pce.num_inputs, pce.num_aux)
                     .inspect(|_| tracing::debug!(partition = k, runs = n, "witness joined from runs"))
                     .inspect_err(|reason| {
                         tracing::warn!(partition = k, %reason, "split synthesis failed; synthesizing the whole circuit")
                     })
                     .ok()
             });
-            let w = match joined {
-                Some(w) => w,
-                None => whole()?,
-            };
+        if let Some(w) = joined {
+            return Ok(w);
+        }
+        let c = CP::circuit(
+            &self.pub_in,
+            Default::default(),
+            vanilla,
+            &self.pub_params,
+            Some(k),
+        )
+        .map_err(|e| Error::Circuit {
+            circuit: circuit(),
+            partition: k,
+            message: chain(&e),
+        })?;
+        pce.synthesize_witness(c)
+            .map_err(|source| Error::Synthesis {
+                circuit: circuit(),
+                partition: k,
+                source,
+            })
+    }
+}
+
+/// Every partition's public inputs as the verifier computes them (in parallel: they are cheap,
+/// and they name a wrong request before any work).
+pub(crate) fn expected_inputs(job: &dyn Job) -> Result<Vec<Vec<Fr>>> {
+    (0..job.partitions())
+        .into_par_iter()
+        .map(|k| {
+            job.public_inputs(k).map_err(|e| Error::VanillaRejected {
+                kind: job.id().kind,
+                message: format!("public inputs of partition {k}: {}", chain(&e)),
+            })
+        })
+        .collect()
+}
+
+/// Proves every partition of `job` on the prover's backend: witnesses synthesized in parallel
+/// on the circuit's PCE and checked against the verifier's public inputs, proofs verified.
+pub(crate) fn prove_job(prover: &Prover<'_>, job: &dyn Job) -> Result<Proved> {
+    let id = job.id();
+    let span =
+        tracing::info_span!("prove_partitions", circuit = %id, partitions = job.partitions());
+    let _enter = span.enter();
+    let start = Instant::now();
+    let circuit = || id.cache_id.clone();
+
+    let load_start = Instant::now();
+    let keys: Arc<CircuitKeys> = job.load(prover.cache())?;
+    let load = load_start.elapsed();
+
+    let expected = expected_inputs(job)?;
+
+    let synth_start = Instant::now();
+    let witnesses: Vec<Witness> = (0..job.partitions())
+        .into_par_iter()
+        .map(|k| {
+            let w = job.witness(&keys.pce, k)?;
             check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
                 circuit: circuit(),
                 partition: k,
@@ -192,6 +268,45 @@ where
         partitions: proofs.len(),
         timings,
     })
+}
+
+/// Serialized vanilla proofs as requests carry them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Vanilla<'a> {
+    /// One bincode blob per proof.
+    Each(&'a [Vec<u8>]),
+    /// bincode blobs back to back in one buffer (each is self-delimiting), as one request
+    /// field carries them.
+    Concatenated(&'a [u8]),
+}
+
+impl Vanilla<'_> {
+    /// Decodes every proof; an error names the proof's index and the bytes left at it.
+    pub(crate) fn decode<T: serde::de::DeserializeOwned>(self, kind: ProofKind) -> Result<Vec<T>> {
+        let bad = |index: usize, len: usize, e: bincode::Error| Error::VanillaDecode {
+            kind,
+            index,
+            len,
+            message: e.to_string(),
+        };
+        match self {
+            Vanilla::Each(blobs) => blobs
+                .iter()
+                .enumerate()
+                .map(|(i, b)| bincode::deserialize(b).map_err(|e| bad(i, b.len(), e)))
+                .collect(),
+            Vanilla::Concatenated(mut rest) => {
+                let mut out = Vec::new();
+                while !rest.is_empty() {
+                    let len = rest.len();
+                    out.push(
+                        bincode::deserialize_from(&mut rest).map_err(|e| bad(out.len(), len, e))?,
+                    );
+                }
+                Ok(out)
+            }
+        }
+    }
 }
 
 /// Synthesizes circuits over consecutive runs of one partition's challenges in parallel and
@@ -295,7 +410,7 @@ fn join_witnesses(
 
 /// Errors with the first differing input index unless the witness's public inputs (ONE
 /// excluded) are exactly `expected`.
-fn check_inputs(w: &Witness, expected: &[Fr]) -> std::result::Result<(), usize> {
+pub(crate) fn check_inputs(w: &Witness, expected: &[Fr]) -> std::result::Result<(), usize> {
     let found = w.inputs.get(1..).unwrap_or_default();
     if found == expected {
         return Ok(());

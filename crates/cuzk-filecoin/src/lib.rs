@@ -19,6 +19,9 @@
 //!   beside its parameters.
 //! - [`ids`] turns what Lotus/Curio send (numeric proof types, miner ids, commitment CIDs)
 //!   into these calls' arguments.
+//! - [`kinds`] serves the four proofs as cuzk-sched circuit kinds (`porep-seal-commit`,
+//!   `snap-deals-update`, `window-post-partition`, `winning-post`), as the daemon registers
+//!   them: setups loaded from a [`ParamCache`], requests read from Curio's fields.
 //!
 //! Every proof is verified against the verifier's own public inputs before it is returned.
 
@@ -30,6 +33,7 @@ mod error;
 #[cfg(feature = "cuda")]
 mod gpu;
 pub mod ids;
+pub mod kinds;
 mod porep;
 mod post;
 mod progress;
@@ -43,6 +47,7 @@ pub use compound::{Proved, Timings};
 pub use error::{BackendError, Error, ProofKind, Result};
 #[cfg(feature = "cuda")]
 pub use gpu::{GpuBackend, GpuBackendStats};
+pub use kinds::FilecoinKind;
 pub use porep::decode_c1;
 
 pub use filecoin_proofs::{ChallengeSeed, Commitment, ProverId};

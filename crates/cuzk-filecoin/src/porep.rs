@@ -2,7 +2,7 @@
 //! filecoin-proofs' `seal_commit_phase2` returns.
 
 use crate::cache::{CircuitId, CircuitKeys, ParamCache};
-use crate::compound::{prove_partitions, Proved};
+use crate::compound::{prove_job, CompoundJob, Proved, Runs};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::Prover;
@@ -15,6 +15,7 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::seal::{SealCommitPhase1Output as ApiC1, VanillaSealProof};
 use serde::Deserialize;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
@@ -195,119 +196,10 @@ impl Prover<'_> {
             sector_size = u64::from(config.sector_size)
         );
         let _enter = span.enter();
-        let SealCommitPhase1Output {
-            vanilla_proofs,
-            comm_r,
-            comm_d,
-            replica_id,
-            seed,
-            ticket,
-        } = c1;
-        nonzero("comm_d", &comm_d)?;
-        nonzero("comm_r", &comm_r)?;
-        nonzero("seed", &seed)?;
-        let comm_r_safe: <Tree::Hasher as Hasher>::Domain = safe("comm_r", &comm_r)?;
-        let comm_d_safe =
-            DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|_| Error::InvalidCommitment {
-                name: "comm_d",
-                hex: hex(&comm_d),
-                reason: "not a canonical field element",
-            })?;
-
-        let partitions = usize::from(config.partitions);
+        let (comm_r, seed) = (c1.comm_r, c1.seed);
+        let job = porep_job::<Tree>(config, c1, prover_id, sector_id)?;
+        let mut proved = prove_job(self, &job)?;
         let kind = ProofKind::PoRep;
-        if vanilla_proofs.len() != partitions {
-            return Err(Error::VanillaCount {
-                kind,
-                what: "partitions of vanilla proofs".into(),
-                expected: partitions,
-                found: vanilla_proofs.len(),
-            });
-        }
-        let (id, pub_params) = porep_circuit::<Tree>(config)?;
-        let per_partition = pub_params
-            .vanilla_params
-            .challenges
-            .num_challenges_per_partition();
-        for (k, p) in vanilla_proofs.iter().enumerate() {
-            if p.len() != per_partition {
-                return Err(Error::VanillaCount {
-                    kind,
-                    what: format!("challenges in partition {k}"),
-                    expected: per_partition,
-                    found: p.len(),
-                });
-            }
-        }
-
-        // The verifier derives the replica id from the request; a C1 output of another
-        // sector (or prover) cannot verify, so say so before proving.
-        let derived = generate_replica_id::<Tree::Hasher, _>(
-            &prover_id,
-            sector_id,
-            &ticket,
-            comm_d,
-            &config.porep_id,
-        );
-        if derived != replica_id {
-            return Err(Error::ReplicaIdMismatch {
-                in_c1: hex(replica_id.as_ref()),
-                derived: hex(derived.as_ref()),
-                prover_id: hex(&prover_id),
-                sector_id,
-            });
-        }
-
-        let public_inputs = stacked::PublicInputs {
-            replica_id,
-            tau: Some(stacked::Tau {
-                comm_d: comm_d_safe,
-                comm_r: comm_r_safe,
-            }),
-            k: None,
-            seed: Some(seed),
-        };
-        let vanilla_params = &pub_params.vanilla_params;
-        let runs = challenge_runs(partitions, per_partition);
-        let mut proved = prove_partitions::<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            StackedCircuit<Tree, DefaultPieceHasher>,
-            StackedCompound<Tree, DefaultPieceHasher>,
-        >(
-            self,
-            &id,
-            &public_inputs,
-            &vanilla_proofs,
-            vanilla_params,
-            |k| {
-                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                    StackedDrg<'_, Tree, DefaultPieceHasher>,
-                    _,
-                >>::generate_public_inputs(&public_inputs, vanilla_params, Some(k))
-            },
-            |k, vanilla| {
-                // The stacked circuit synthesizes its challenges one after another; with cores
-                // to spare, runs of them are synthesized in parallel and joined.
-                let size = vanilla.len().div_ceil(runs);
-                if runs < 2 || size >= vanilla.len() {
-                    return None;
-                }
-                // A run whose circuit cannot be built makes the partition synthesize whole.
-                vanilla
-                    .chunks(size)
-                    .map(|run| {
-                        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                            StackedDrg<'_, Tree, DefaultPieceHasher>,
-                            _,
-                        >>::circuit(
-                            &public_inputs, (), &run.to_vec(), vanilla_params, Some(k)
-                        )
-                        .ok()
-                        .map(|c| (c, run.len()))
-                    })
-                    .collect()
-            },
-        )?;
 
         // NI-PoRep returns the SnarkPack aggregate of its circuit proofs, made by
         // filecoin-proofs from the SRS in its own parameter folder.
@@ -339,6 +231,184 @@ impl Prover<'_> {
             })?;
         }
         Ok(proved)
+    }
+}
+
+/// The PoRep circuit's partitions of a C1 output, checked against the request (partition and
+/// challenge counts, commitments, the replica id the verifier derives).
+pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    c1: SealCommitPhase1Output<Tree>,
+    prover_id: ProverId,
+    sector_id: u64,
+) -> Result<PoRepJob<Tree>> {
+    let SealCommitPhase1Output {
+        vanilla_proofs,
+        comm_r,
+        comm_d,
+        replica_id,
+        seed,
+        ticket,
+    } = c1;
+    nonzero("comm_d", &comm_d)?;
+    nonzero("comm_r", &comm_r)?;
+    nonzero("seed", &seed)?;
+    let comm_r_safe: <Tree::Hasher as Hasher>::Domain = safe("comm_r", &comm_r)?;
+    let comm_d_safe =
+        DefaultPieceDomain::try_from_bytes(&comm_d).map_err(|_| Error::InvalidCommitment {
+            name: "comm_d",
+            hex: hex(&comm_d),
+            reason: "not a canonical field element",
+        })?;
+    let partitions = usize::from(config.partitions);
+    let kind = ProofKind::PoRep;
+    if vanilla_proofs.len() != partitions {
+        return Err(Error::VanillaCount {
+            kind,
+            what: "partitions of vanilla proofs".into(),
+            expected: partitions,
+            found: vanilla_proofs.len(),
+        });
+    }
+    let (id, pub_params) = porep_circuit::<Tree>(config)?;
+    let per_partition = pub_params
+        .vanilla_params
+        .challenges
+        .num_challenges_per_partition();
+    for (k, p) in vanilla_proofs.iter().enumerate() {
+        if p.len() != per_partition {
+            return Err(Error::VanillaCount {
+                kind,
+                what: format!("challenges in partition {k}"),
+                expected: per_partition,
+                found: p.len(),
+            });
+        }
+    }
+
+    // The verifier derives the replica id from the request; a C1 output of another
+    // sector (or prover) cannot verify, so say so before proving.
+    let derived = generate_replica_id::<Tree::Hasher, _>(
+        &prover_id,
+        sector_id,
+        &ticket,
+        comm_d,
+        &config.porep_id,
+    );
+    if derived != replica_id {
+        return Err(Error::ReplicaIdMismatch {
+            in_c1: hex(replica_id.as_ref()),
+            derived: hex(derived.as_ref()),
+            prover_id: hex(&prover_id),
+            sector_id,
+        });
+    }
+
+    let public_inputs = stacked::PublicInputs {
+        replica_id,
+        tau: Some(stacked::Tau {
+            comm_d: comm_d_safe,
+            comm_r: comm_r_safe,
+        }),
+        k: None,
+        seed: Some(seed),
+    };
+    Ok(CompoundJob {
+        id,
+        verifier_in: public_inputs.clone(),
+        pub_in: public_inputs,
+        offset: 0,
+        vanilla: vanilla_proofs,
+        pub_params: pub_params.vanilla_params,
+        split: Some(porep_runs::<Tree>),
+        _marker: PhantomData,
+    })
+}
+
+/// The PoRep job of one sector shape.
+pub(crate) type PoRepJob<Tree> = CompoundJob<
+    StackedDrg<'static, Tree, DefaultPieceHasher>,
+    StackedCircuit<Tree, DefaultPieceHasher>,
+    StackedCompound<Tree, DefaultPieceHasher>,
+>;
+
+/// The stacked circuit synthesizes its challenges one after another; with cores to spare,
+/// runs of them are synthesized in parallel and joined.
+#[allow(clippy::ptr_arg)] // a `SplitFn`: the scheme's proof type is the `Vec` itself
+fn porep_runs<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &stacked::PublicInputs<
+        <Tree::Hasher as Hasher>::Domain,
+        <DefaultPieceHasher as Hasher>::Domain,
+    >,
+    vanilla_params: &stacked::PublicParams<Tree>,
+    k: usize,
+    vanilla: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+    partitions: usize,
+) -> Option<Runs<StackedCircuit<Tree, DefaultPieceHasher>>> {
+    let runs = challenge_runs(partitions, vanilla.len());
+    let size = vanilla.len().div_ceil(runs);
+    if runs < 2 || size >= vanilla.len() {
+        return None;
+    }
+    // A run whose circuit cannot be built makes the partition synthesize whole.
+    vanilla
+        .chunks(size)
+        .map(|run| {
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                _,
+            >>::circuit(pub_in, (), &run.to_vec(), vanilla_params, Some(k))
+            .ok()
+            .map(|c| (c, run.len()))
+        })
+        .collect()
+}
+
+/// The PoRep job of a decoded C1 output (any sector shape), for the scheduler's kind. NI-PoRep
+/// is refused: its proof is an aggregate the scheduler's partition proofs are not.
+pub(crate) fn porep_job_api(
+    c1: ApiC1,
+    prover_id: ProverId,
+    sector_id: u64,
+) -> Result<Box<dyn crate::compound::Job>> {
+    check_c1_size(&c1)?;
+    let config = c1.registered_proof.as_v1_config();
+    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Err(Error::FilecoinProofs {
+            kind: ProofKind::PoRep,
+            step: "NI-PoRep aggregation",
+            message: format!(
+                "{:?} proofs are aggregated; the daemon proves interactive and synthetic PoRep only (use the library's seal_commit_phase2)",
+                c1.registered_proof
+            ),
+        });
+    }
+    fn boxed<Tree: 'static + MerkleTreeTrait>(
+        config: &PoRepConfig,
+        c1: SealCommitPhase1Output<Tree>,
+        prover_id: ProverId,
+        sector_id: u64,
+    ) -> Result<Box<dyn crate::compound::Job>> {
+        Ok(Box::new(porep_job::<Tree>(
+            config, c1, prover_id, sector_id,
+        )?))
+    }
+    match c1.vanilla_proofs {
+        VanillaSealProof::StackedDrg2KiBV1(p) => {
+            boxed::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+        }
+        VanillaSealProof::StackedDrg8MiBV1(p) => {
+            boxed::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+        }
+        VanillaSealProof::StackedDrg512MiBV1(p) => {
+            boxed::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+        }
+        VanillaSealProof::StackedDrg32GiBV1(p) => {
+            boxed::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+        }
+        VanillaSealProof::StackedDrg64GiBV1(p) => {
+            boxed::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+        }
     }
 }
 

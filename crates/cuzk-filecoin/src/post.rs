@@ -3,7 +3,7 @@
 //! `generate_window_post_with_vanilla` make them.
 
 use crate::cache::CircuitId;
-use crate::compound::{prove_partitions, Proved};
+use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::porep::safe;
 use crate::Prover;
@@ -14,6 +14,7 @@ use filecoin_proofs::{
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType, ProverId, VanillaProof,
 };
 use filecoin_proofs_api::RegisteredPoStProof;
+use std::marker::PhantomData;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_post::fallback::{
@@ -24,7 +25,7 @@ type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
 /// Which of filecoin-proofs' PoSt entry points a request mirrors.
 #[derive(Clone, Copy, Debug)]
-enum Mode {
+pub(crate) enum Mode {
     /// All partitions of a WinningPoSt (always one).
     Winning,
     /// All partitions of a WindowPoSt.
@@ -97,28 +98,14 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: &[Vec<u8>],
     ) -> Result<Proved> {
-        let (kind, typ) = match mode {
-            Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
-            _ => (ProofKind::WindowPost, PoStType::Window),
-        };
-        if registered.typ() != typ {
-            return Err(Error::WrongProofType {
-                kind,
-                registered_proof: format!("{registered:?}"),
-            });
-        }
-        let config = registered.as_v1_config();
-        let size = u64::from(registered.sector_size());
-        crate::with_shape!(
-            size,
-            post_bytes,
-            self,
-            &config,
+        let job = post_job_bytes(
+            registered,
             mode,
             randomness,
             prover_id,
-            vanilla_proofs
-        )
+            Vanilla::Each(vanilla_proofs),
+        )?;
+        prove_job(self, &*job)
     }
 
     /// WinningPoSt from filecoin-proofs' vanilla proofs and PoSt configuration.
@@ -175,190 +162,214 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
     ) -> Result<Proved> {
-        let (kind, typ) = match mode {
-            Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
-            _ => (ProofKind::WindowPost, PoStType::Window),
-        };
-        let span = tracing::info_span!("post", %kind, sectors = vanilla_proofs.len());
-        let _enter = span.enter();
-        if config.typ != typ {
-            return Err(Error::WrongProofType {
-                kind,
-                registered_proof: format!("{:?} PoSt config", config.typ),
-            });
-        }
-        let randomness_safe: Domain<Tree> = safe("randomness", randomness)?;
-        let prover_id_safe: Domain<Tree> = safe("prover_id", &prover_id)?;
-        if vanilla_proofs.is_empty() {
-            return Err(Error::VanillaCount {
-                kind,
-                what: "sector vanilla proofs (at least)".into(),
-                expected: 1,
-                found: 0,
-            });
-        }
-        let rejected = |e: anyhow::Error| Error::VanillaRejected {
-            kind,
-            message: chain(&e),
-        };
-
-        let (vanilla_params, partitions) = match mode {
-            Mode::Winning => {
-                if vanilla_proofs.len() != config.sector_count {
-                    return Err(Error::VanillaCount {
-                        kind,
-                        what: "sector vanilla proofs".into(),
-                        expected: config.sector_count,
-                        found: vanilla_proofs.len(),
-                    });
-                }
-                let params =
-                    winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
-                        kind,
-                        step: "public parameter setup",
-                        message: chain(&e),
-                    })?;
-                (params, None)
-            }
-            Mode::WindowAll | Mode::WindowPartition(_) => {
-                let n = vanilla_proofs.len().div_ceil(config.sector_count);
-                (window_post_setup_params(config), (n > 1).then_some(n))
-            }
-        };
-        if let Mode::WindowPartition(_) = mode {
-            if vanilla_proofs.len() > config.sector_count {
-                return Err(Error::VanillaCount {
-                    kind,
-                    what: "sector vanilla proofs in one partition (at most)".into(),
-                    expected: config.sector_count,
-                    found: vanilla_proofs.len(),
-                });
-            }
-        }
-        let setup = compound_proof::SetupParams {
-            vanilla_params,
-            partitions,
-            priority: config.priority,
-        };
-        let pub_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
-            FallbackPoStCompound::setup(&setup).map_err(|e| Error::FilecoinProofs {
-                kind,
-                step: "public parameter setup",
-                message: chain(&e),
-            })?;
-        let sectors: Vec<PublicSector<Domain<Tree>>> = vanilla_proofs
-            .iter()
-            .map(|p| PublicSector {
-                id: p.sector_id,
-                comm_r: p.comm_r,
-            })
-            .collect();
-        let pub_inputs = fallback::PublicInputs {
-            randomness: randomness_safe,
-            prover_id: prover_id_safe,
-            sectors,
-            k: match mode {
-                Mode::WindowPartition(p) => Some(p),
-                _ => None,
-            },
-        };
-        let vp = &pub_params.vanilla_params;
-        let circuit_proofs: Vec<VanillaProof<Tree>> = match mode {
-            Mode::WindowPartition(_) => {
-                vec![
-                    single_partition_vanilla_proofs(config, vp, &pub_inputs, &vanilla_proofs)
-                        .map_err(rejected)?,
-                ]
-            }
-            _ => partition_vanilla_proofs(
-                config,
-                vp,
-                &pub_inputs,
-                partitions.unwrap_or(1),
-                &vanilla_proofs,
-            )
-            .map_err(rejected)?,
-        };
-
-        // The public inputs are computed exactly as filecoin-proofs' verifiers compute them.
-        // WinningPoSt's verifier lists the sectors once per circuit slot (the circuit proves
-        // each challenge of the sector as its own slot). WindowPoSt's verifies a partition
-        // against all sectors, partition p holding sectors p·n.. (n per partition); a lone
-        // partition's sectors are placed there.
-        let verifier_inputs = match mode {
-            Mode::Winning => {
-                let mut repeated = pub_inputs.clone();
-                repeated.sectors = (0..vp.sector_count)
-                    .flat_map(|_| pub_inputs.sectors.iter().cloned())
-                    .collect();
-                (repeated, 0)
-            }
-            Mode::WindowPartition(p) => {
-                let mut padded = pub_inputs.clone();
-                let pad = padded.sectors[0].clone();
-                let mut sectors = vec![pad; p * vp.sector_count];
-                sectors.extend(pub_inputs.sectors.iter().cloned());
-                padded.sectors = sectors;
-                padded.k = None;
-                (padded, p)
-            }
-            Mode::WindowAll => (pub_inputs.clone(), 0),
-        };
-
-        let id = CircuitId {
-            kind,
-            cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
-                FallbackPoStCircuit<Tree>,
-                _,
-            >>::cache_identifier(vp),
-            sector_size: u64::from(config.sector_size),
-        };
-        prove_partitions::<
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-            FallbackPoStCompound<Tree>,
-        >(
-            self,
-            &id,
-            &pub_inputs,
-            &circuit_proofs,
-            vp,
-            |k| {
-                let (inputs, offset) = &verifier_inputs;
-                FallbackPoStCompound::<Tree>::generate_public_inputs(inputs, vp, Some(offset + k))
-            },
-            // The circuit parallelizes its sectors itself (it extends its constraint system).
-            |_, _| None,
-        )
+        let job = post_job(config, mode, randomness, prover_id, vanilla_proofs)?;
+        prove_job(self, &job)
     }
 }
 
-/// Decodes bincode vanilla proofs for one sector shape and proves them.
-fn post_bytes<Tree: 'static + MerkleTreeTrait>(
-    prover: &Prover<'_>,
+/// The PoSt job of one sector shape.
+pub(crate) type PostJob<Tree> =
+    CompoundJob<FallbackPoSt<'static, Tree>, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>;
+
+/// The partitions of a PoSt request, checked: the circuits' vanilla proofs and the public
+/// inputs the verifier computes.
+pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
     mode: Mode,
     randomness: &ChallengeSeed,
     prover_id: ProverId,
-    vanilla_proofs: &[Vec<u8>],
-) -> Result<Proved> {
-    let kind = match mode {
-        Mode::Winning => ProofKind::WinningPost,
-        _ => ProofKind::WindowPost,
+    vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+) -> Result<PostJob<Tree>> {
+    let (kind, typ) = match mode {
+        Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
+        _ => (ProofKind::WindowPost, PoStType::Window),
     };
-    let proofs = vanilla_proofs
-        .iter()
-        .enumerate()
-        .map(|(index, bytes)| {
-            bincode::deserialize::<FallbackPoStSectorProof<Tree>>(bytes).map_err(|e| {
-                Error::VanillaDecode {
+    let span = tracing::info_span!("post", %kind, sectors = vanilla_proofs.len());
+    let _enter = span.enter();
+    if config.typ != typ {
+        return Err(Error::WrongProofType {
+            kind,
+            registered_proof: format!("{:?} PoSt config", config.typ),
+        });
+    }
+    let randomness_safe: Domain<Tree> = safe("randomness", randomness)?;
+    let prover_id_safe: Domain<Tree> = safe("prover_id", &prover_id)?;
+    if vanilla_proofs.is_empty() {
+        return Err(Error::VanillaCount {
+            kind,
+            what: "sector vanilla proofs (at least)".into(),
+            expected: 1,
+            found: 0,
+        });
+    }
+    let rejected = |e: anyhow::Error| Error::VanillaRejected {
+        kind,
+        message: chain(&e),
+    };
+
+    let (vanilla_params, partitions) = match mode {
+        Mode::Winning => {
+            if vanilla_proofs.len() != config.sector_count {
+                return Err(Error::VanillaCount {
                     kind,
-                    index,
-                    len: bytes.len(),
-                    message: e.to_string(),
-                }
-            })
+                    what: "sector vanilla proofs".into(),
+                    expected: config.sector_count,
+                    found: vanilla_proofs.len(),
+                });
+            }
+            let params = winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
+                kind,
+                step: "public parameter setup",
+                message: chain(&e),
+            })?;
+            (params, None)
+        }
+        Mode::WindowAll | Mode::WindowPartition(_) => {
+            let n = vanilla_proofs.len().div_ceil(config.sector_count);
+            (window_post_setup_params(config), (n > 1).then_some(n))
+        }
+    };
+    if let Mode::WindowPartition(_) = mode {
+        if vanilla_proofs.len() > config.sector_count {
+            return Err(Error::VanillaCount {
+                kind,
+                what: "sector vanilla proofs in one partition (at most)".into(),
+                expected: config.sector_count,
+                found: vanilla_proofs.len(),
+            });
+        }
+    }
+    let setup = compound_proof::SetupParams {
+        vanilla_params,
+        partitions,
+        priority: config.priority,
+    };
+    let pub_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
+        FallbackPoStCompound::setup(&setup).map_err(|e| Error::FilecoinProofs {
+            kind,
+            step: "public parameter setup",
+            message: chain(&e),
+        })?;
+    let sectors: Vec<PublicSector<Domain<Tree>>> = vanilla_proofs
+        .iter()
+        .map(|p| PublicSector {
+            id: p.sector_id,
+            comm_r: p.comm_r,
         })
-        .collect::<Result<Vec<_>>>()?;
-    prover.post_v1(config, mode, randomness, prover_id, proofs)
+        .collect();
+    let pub_inputs = fallback::PublicInputs {
+        randomness: randomness_safe,
+        prover_id: prover_id_safe,
+        sectors,
+        k: match mode {
+            Mode::WindowPartition(p) => Some(p),
+            _ => None,
+        },
+    };
+    let vp = &pub_params.vanilla_params;
+    let circuit_proofs: Vec<VanillaProof<Tree>> = match mode {
+        Mode::WindowPartition(_) => {
+            vec![
+                single_partition_vanilla_proofs(config, vp, &pub_inputs, &vanilla_proofs)
+                    .map_err(rejected)?,
+            ]
+        }
+        _ => partition_vanilla_proofs(
+            config,
+            vp,
+            &pub_inputs,
+            partitions.unwrap_or(1),
+            &vanilla_proofs,
+        )
+        .map_err(rejected)?,
+    };
+
+    // The public inputs are computed exactly as filecoin-proofs' verifiers compute them.
+    // WinningPoSt's verifier lists the sectors once per circuit slot (the circuit proves
+    // each challenge of the sector as its own slot). WindowPoSt's verifies a partition
+    // against all sectors, partition p holding sectors p·n.. (n per partition); a lone
+    // partition's sectors are placed there.
+    let verifier_inputs = match mode {
+        Mode::Winning => {
+            let mut repeated = pub_inputs.clone();
+            repeated.sectors = (0..vp.sector_count)
+                .flat_map(|_| pub_inputs.sectors.iter().cloned())
+                .collect();
+            (repeated, 0)
+        }
+        Mode::WindowPartition(p) => {
+            let mut padded = pub_inputs.clone();
+            let pad = padded.sectors[0].clone();
+            let mut sectors = vec![pad; p * vp.sector_count];
+            sectors.extend(pub_inputs.sectors.iter().cloned());
+            padded.sectors = sectors;
+            padded.k = None;
+            (padded, p)
+        }
+        Mode::WindowAll => (pub_inputs.clone(), 0),
+    };
+
+    let id = CircuitId {
+        kind,
+        cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
+            FallbackPoStCircuit<Tree>,
+            _,
+        >>::cache_identifier(vp),
+        sector_size: u64::from(config.sector_size),
+    };
+    Ok(CompoundJob {
+        id,
+        pub_in: pub_inputs,
+        verifier_in: verifier_inputs.0,
+        offset: verifier_inputs.1,
+        vanilla: circuit_proofs,
+        pub_params: pub_params.vanilla_params,
+        // The circuit parallelizes its sectors itself (it extends its constraint system).
+        split: None,
+        _marker: PhantomData,
+    })
+}
+
+/// The PoSt job of serialized vanilla proofs for `registered`'s sector shape.
+pub(crate) fn post_job_bytes(
+    registered: RegisteredPoStProof,
+    mode: Mode,
+    randomness: &ChallengeSeed,
+    prover_id: ProverId,
+    vanilla_proofs: Vanilla<'_>,
+) -> Result<Box<dyn Job>> {
+    let (kind, typ) = match mode {
+        Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
+        _ => (ProofKind::WindowPost, PoStType::Window),
+    };
+    if registered.typ() != typ {
+        return Err(Error::WrongProofType {
+            kind,
+            registered_proof: format!("{registered:?}"),
+        });
+    }
+    fn boxed<Tree: 'static + MerkleTreeTrait>(
+        config: &PoStConfig,
+        mode: Mode,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vanilla<'_>,
+        kind: ProofKind,
+    ) -> Result<Box<dyn Job>> {
+        let proofs = vanilla_proofs.decode::<FallbackPoStSectorProof<Tree>>(kind)?;
+        Ok(Box::new(post_job(
+            config, mode, randomness, prover_id, proofs,
+        )?))
+    }
+    let config = registered.as_v1_config();
+    crate::with_shape!(
+        u64::from(registered.sector_size()),
+        boxed,
+        &config,
+        mode,
+        randomness,
+        prover_id,
+        vanilla_proofs,
+        kind
+    )
 }

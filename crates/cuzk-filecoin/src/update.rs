@@ -2,7 +2,7 @@
 //! `generate_empty_sector_update_proof_with_vanilla` makes them.
 
 use crate::cache::CircuitId;
-use crate::compound::{prove_partitions, Proved};
+use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::porep::nonzero;
@@ -13,6 +13,7 @@ use filecoin_proofs::{
     SectorUpdateConfig,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
+use std::marker::PhantomData;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::constants::TreeRHasher;
@@ -33,18 +34,14 @@ impl Prover<'_> {
         comm_r_new: Commitment,
         comm_d_new: Commitment,
     ) -> Result<Proved> {
-        let config = registered.as_v1_config();
-        let size = u64::from(registered.sector_size());
-        crate::with_shape!(
-            size,
-            update_bytes,
-            self,
-            &config,
-            vanilla_proofs,
+        let job = update_job_bytes(
+            registered,
+            Vanilla::Each(vanilla_proofs),
             comm_r_old,
             comm_r_new,
-            comm_d_new
-        )
+            comm_d_new,
+        )?;
+        prove_job(self, &*job)
     }
 
     /// A SnapDeals update proof from filecoin-proofs' partition vanilla proofs; `config` is
@@ -57,85 +54,126 @@ impl Prover<'_> {
         comm_r_new: Commitment,
         comm_d_new: Commitment,
     ) -> Result<Proved> {
-        let kind = ProofKind::SnapDeals;
-        let span = tracing::info_span!(
-            "snap_deals_update",
-            sector_size = u64::from(config.sector_size)
-        );
-        let _enter = span.enter();
-        nonzero("comm_r_old", &comm_r_old)?;
-        nonzero("comm_r_new", &comm_r_new)?;
-        nonzero("comm_d_new", &comm_d_new)?;
-        let comm_r_old_safe = tree_r_domain("comm_r_old", &comm_r_old)?;
-        let comm_r_new_safe = tree_r_domain("comm_r_new", &comm_r_new)?;
-        let comm_d_new_safe = DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(|_| {
-            Error::InvalidCommitment {
-                name: "comm_d_new",
-                hex: hex(&comm_d_new),
-                reason: "not a canonical field element",
-            }
+        let job = update_job(config, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new)?;
+        prove_job(self, &job)
+    }
+}
+
+/// The SnapDeals job of one sector shape.
+pub(crate) type UpdateJob<Tree> = CompoundJob<
+    EmptySectorUpdate<Tree>,
+    EmptySectorUpdateCircuit<Tree>,
+    EmptySectorUpdateCompound<Tree>,
+>;
+
+/// The partitions of a SnapDeals request, checked; `config` is the sector's PoRep
+/// configuration.
+pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    config: &PoRepConfig,
+    vanilla_proofs: Vec<PartitionProof<Tree>>,
+    comm_r_old: Commitment,
+    comm_r_new: Commitment,
+    comm_d_new: Commitment,
+) -> Result<UpdateJob<Tree>> {
+    let kind = ProofKind::SnapDeals;
+    let span = tracing::info_span!(
+        "snap_deals_update",
+        sector_size = u64::from(config.sector_size)
+    );
+    let _enter = span.enter();
+    nonzero("comm_r_old", &comm_r_old)?;
+    nonzero("comm_r_new", &comm_r_new)?;
+    nonzero("comm_d_new", &comm_d_new)?;
+    let comm_r_old_safe = tree_r_domain("comm_r_old", &comm_r_old)?;
+    let comm_r_new_safe = tree_r_domain("comm_r_new", &comm_r_new)?;
+    let comm_d_new_safe =
+        DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(|_| Error::InvalidCommitment {
+            name: "comm_d_new",
+            hex: hex(&comm_d_new),
+            reason: "not a canonical field element",
         })?;
 
-        let update = SectorUpdateConfig::from_porep_config(config);
-        let partitions = usize::from(update.update_partitions);
-        if vanilla_proofs.len() != partitions {
-            return Err(Error::VanillaCount {
-                kind,
-                what: "partition vanilla proofs".into(),
-                expected: partitions,
-                found: vanilla_proofs.len(),
-            });
-        }
-        let public_inputs = PublicInputs {
-            k: partitions,
-            comm_r_old: comm_r_old_safe,
-            comm_d_new: comm_d_new_safe,
-            comm_r_new: comm_r_new_safe,
-            h: update.h,
-        };
-        let setup = compound_proof::SetupParams {
-            vanilla_params: SetupParams {
-                sector_bytes: u64::from(update.sector_size),
-            },
-            partitions: Some(partitions),
-            priority: false,
-        };
-        let pub_params = EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| {
-            Error::FilecoinProofs {
-                kind,
-                step: "public parameter setup",
-                message: chain(&e),
-            }
-        })?;
-        let vp = &pub_params.vanilla_params;
-        let id = CircuitId {
+    let update = SectorUpdateConfig::from_porep_config(config);
+    let partitions = usize::from(update.update_partitions);
+    if vanilla_proofs.len() != partitions {
+        return Err(Error::VanillaCount {
             kind,
-            cache_id: <EmptySectorUpdateCompound<Tree> as CacheableParameters<
-                EmptySectorUpdateCircuit<Tree>,
-                _,
-            >>::cache_identifier(vp),
-            sector_size: u64::from(config.sector_size),
-        };
-        prove_partitions::<
-            EmptySectorUpdate<Tree>,
-            EmptySectorUpdateCircuit<Tree>,
-            EmptySectorUpdateCompound<Tree>,
-        >(
-            self,
-            &id,
-            &public_inputs,
-            &vanilla_proofs,
-            vp,
-            |k| {
-                EmptySectorUpdateCompound::<Tree>::generate_public_inputs(
-                    &public_inputs,
-                    vp,
-                    Some(k),
-                )
-            },
-            |_, _| None,
-        )
+            what: "partition vanilla proofs".into(),
+            expected: partitions,
+            found: vanilla_proofs.len(),
+        });
     }
+    let public_inputs = PublicInputs {
+        k: partitions,
+        comm_r_old: comm_r_old_safe,
+        comm_d_new: comm_d_new_safe,
+        comm_r_new: comm_r_new_safe,
+        h: update.h,
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(update.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pub_params =
+        EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| Error::FilecoinProofs {
+            kind,
+            step: "public parameter setup",
+            message: chain(&e),
+        })?;
+    let vp = &pub_params.vanilla_params;
+    let id = CircuitId {
+        kind,
+        cache_id: <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+            EmptySectorUpdateCircuit<Tree>,
+            _,
+        >>::cache_identifier(vp),
+        sector_size: u64::from(config.sector_size),
+    };
+    Ok(CompoundJob {
+        id,
+        verifier_in: public_inputs.clone(),
+        pub_in: public_inputs,
+        offset: 0,
+        vanilla: vanilla_proofs,
+        pub_params: pub_params.vanilla_params,
+        split: None,
+        _marker: PhantomData,
+    })
+}
+
+/// The SnapDeals job of serialized partition proofs for `registered`'s sector shape.
+pub(crate) fn update_job_bytes(
+    registered: RegisteredUpdateProof,
+    vanilla_proofs: Vanilla<'_>,
+    comm_r_old: Commitment,
+    comm_r_new: Commitment,
+    comm_d_new: Commitment,
+) -> Result<Box<dyn Job>> {
+    fn boxed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        config: &PoRepConfig,
+        vanilla_proofs: Vanilla<'_>,
+        comm_r_old: Commitment,
+        comm_r_new: Commitment,
+        comm_d_new: Commitment,
+    ) -> Result<Box<dyn Job>> {
+        let proofs = vanilla_proofs.decode::<PartitionProof<Tree>>(ProofKind::SnapDeals)?;
+        Ok(Box::new(update_job(
+            config, proofs, comm_r_old, comm_r_new, comm_d_new,
+        )?))
+    }
+    let config = registered.as_v1_config();
+    crate::with_shape!(
+        u64::from(registered.sector_size()),
+        boxed,
+        &config,
+        vanilla_proofs,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new
+    )
 }
 
 fn tree_r_domain(
@@ -147,28 +185,4 @@ fn tree_r_domain(
         hex: hex(bytes),
         reason: "not a canonical field element",
     })
-}
-
-/// Decodes bincode partition proofs for one sector shape and proves them.
-fn update_bytes<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    prover: &Prover<'_>,
-    config: &PoRepConfig,
-    vanilla_proofs: &[Vec<u8>],
-    comm_r_old: Commitment,
-    comm_r_new: Commitment,
-    comm_d_new: Commitment,
-) -> Result<Proved> {
-    let proofs = vanilla_proofs
-        .iter()
-        .enumerate()
-        .map(|(index, bytes)| {
-            bincode::deserialize::<PartitionProof<Tree>>(bytes).map_err(|e| Error::VanillaDecode {
-                kind: ProofKind::SnapDeals,
-                index,
-                len: bytes.len(),
-                message: e.to_string(),
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    prover.snap_deals_update_v1(config, proofs, comm_r_old, comm_r_new, comm_d_new)
 }

@@ -8,10 +8,9 @@
 mod support;
 
 use anyhow::Result;
-use base64::Engine as _;
 use cuzk_filecoin::{
     CachePolicy, CircuitId, DigestCheck, Error, Generator, ParamCache, ProofKind, Prover,
-    RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+    RegisteredPoStProof, RegisteredUpdateProof,
 };
 use filecoin_proofs::{
     encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
@@ -21,7 +20,6 @@ use filecoin_proofs::{
 };
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::Write;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::sector::SectorId;
@@ -63,70 +61,9 @@ fn filecoin_porep_c2_2kib_verify_seal() -> Result<()> {
     Ok(())
 }
 
-/// Seals a 2KiB sector through filecoin-proofs-api (the registered proof's own PoRep id) and
-/// returns its C1 output as the JSON Lotus/Curio send.
-fn api_c1_json(
-    sector: u64,
-) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
-    use filecoin_proofs_api::seal as api;
-    let rp = RegisteredSealProof::StackedDrg2KiBV1_1;
-    let dir = temp_dir("api-sector-");
-    let cache_dir = dir.path().join("cache");
-    fs::create_dir_all(&cache_dir)?;
-    let size = filecoin_proofs::UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount(
-        SECTOR_SIZE_2_KIB,
-    ));
-    let piece = dir.path().join("piece");
-    File::create(&piece)?.write_all(&piece_bytes(5))?;
-    let info = api::generate_piece_commitment(rp, File::open(&piece)?, size)?;
-    let staged = dir.path().join("staged");
-    let mut out = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)?;
-    api::add_piece(rp, File::open(&piece)?, &mut out, size, &[])?;
-    let sealed = dir.path().join("sealed");
-    File::create(&sealed)?;
-    let sector_id = SectorId::from(sector);
-    let ticket = [2u8; 32];
-    let seed = [3u8; 32];
-    let p1 = api::seal_pre_commit_phase1(
-        rp,
-        &cache_dir,
-        &staged,
-        &sealed,
-        PROVER_ID,
-        sector_id,
-        ticket,
-        std::slice::from_ref(&info),
-    )?;
-    let p2 = api::seal_pre_commit_phase2(p1, &cache_dir, &sealed)?;
-    let c1 = api::seal_commit_phase1(
-        &cache_dir,
-        &sealed,
-        PROVER_ID,
-        sector_id,
-        ticket,
-        seed,
-        p2,
-        &[info],
-    )?;
-    let json = serde_json::to_vec(&c1)?;
-    Ok((c1, json))
-}
-
-/// Curio's envelope: `{"SectorNum", "Phase1Out": base64(C1 JSON), "SectorSize"}`.
-fn curio_envelope(sector: u64, c1_json: &[u8], sector_size: u64) -> Vec<u8> {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(c1_json);
-    format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{sector_size}}}"#)
-        .into_bytes()
-}
-
 #[test]
 fn filecoin_porep_c2_2kib_api_json_in_curio_envelope() -> Result<()> {
-    let (c1, json) = api_c1_json(42)?;
+    let (c1, json) = api_c1_json(PROVER_ID, 42)?;
     let envelope = curio_envelope(42, &json, SECTOR_SIZE_2_KIB);
     let proof = {
         let _heavy = heavy();
@@ -313,7 +250,7 @@ fn filecoin_snap_deals_2kib() -> Result<()> {
 
 #[test]
 fn filecoin_c1_truncated_json_is_rejected() -> Result<()> {
-    let (_, json) = api_c1_json(81)?;
+    let (_, json) = api_c1_json(PROVER_ID, 81)?;
     let cut = &json[..json.len() / 2];
     let err = cuzk_filecoin::seal_commit_phase2(cut, PROVER_ID, 81, cache()).unwrap_err();
     assert!(
@@ -327,7 +264,7 @@ fn filecoin_c1_truncated_json_is_rejected() -> Result<()> {
 
 #[test]
 fn filecoin_c1_sector_size_mismatch_is_rejected() -> Result<()> {
-    let (_, json) = api_c1_json(82)?;
+    let (_, json) = api_c1_json(PROVER_ID, 82)?;
     // A 2KiB C1 output relabelled as a 32GiB one.
     let text = String::from_utf8(json)?;
     let relabelled = text.replacen("\"StackedDrg2KiBV1_1\"", "\"StackedDrg32GiBV1_1\"", 1);
@@ -354,7 +291,7 @@ fn filecoin_c1_sector_size_mismatch_is_rejected() -> Result<()> {
 
 #[test]
 fn filecoin_c1_of_another_sector_is_rejected() -> Result<()> {
-    let (c1, json) = api_c1_json(83)?;
+    let (c1, json) = api_c1_json(PROVER_ID, 83)?;
     // Bare and enveloped C1 outputs decode alike.
     let bare = cuzk_filecoin::decode_c1(&json)?;
     let wrapped = cuzk_filecoin::decode_c1(&curio_envelope(83, &json, SECTOR_SIZE_2_KIB))?;

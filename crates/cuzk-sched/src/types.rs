@@ -58,13 +58,17 @@ impl fmt::Display for Priority {
     }
 }
 
-/// A request's inputs: raw bytes and named integers, interpreted by the circuit kind.
+/// A request's inputs: raw bytes, named integers and named byte strings, interpreted by the
+/// circuit kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
     /// Opaque bytes (the preimage of `sha256`; a serialized vanilla proof for a Filecoin kind).
     pub bytes: Vec<u8>,
     /// Named integers (`log2_constraints`, `seed`, `partitions` for `synthetic-porep`).
     pub fields: BTreeMap<String, u64>,
+    /// Named byte strings beside the main bytes (a Filecoin PoSt's `randomness`, a
+    /// SnapDeals request's commitment CIDs).
+    pub byte_fields: BTreeMap<String, Vec<u8>>,
 }
 
 impl Inputs {
@@ -72,13 +76,19 @@ impl Inputs {
     pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Inputs {
         Inputs {
             bytes: bytes.into(),
-            fields: BTreeMap::new(),
+            ..Inputs::default()
         }
     }
 
     /// These inputs with field `name` set to `value`.
     pub fn with_field(mut self, name: impl Into<String>, value: u64) -> Inputs {
         self.fields.insert(name.into(), value);
+        self
+    }
+
+    /// These inputs with byte field `name` set to `value`.
+    pub fn with_byte_field(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Inputs {
+        self.byte_fields.insert(name.into(), value.into());
         self
     }
 }

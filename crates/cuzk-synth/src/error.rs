@@ -9,6 +9,14 @@ pub enum SynthError {
     #[error("circuit synthesis failed: {0}")]
     Circuit(#[from] bellpepper_core::SynthesisError),
 
+    /// The caller refused the circuit or its witness: building the circuit from the request
+    /// failed, or the witness's public inputs are not the verifier's (`reason` says which).
+    #[error("{reason}")]
+    Rejected {
+        /// What was refused and why.
+        reason: String,
+    },
+
     /// A constraint referred to a variable that had not been allocated yet.
     #[error("constraint {constraint} refers to {variable}, which is not allocated")]
     UnallocatedVariable {

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use anyhow::{ensure, Result};
+use base64::Engine as _;
 use cuzk_filecoin::{CachePolicy, DigestCheck, Generator, ParamCache};
 use filecoin_proofs::{
     add_piece, generate_piece_commitment, seal_commit_phase1, seal_pre_commit_phase1,
@@ -16,7 +17,7 @@ use filecoin_proofs::{
     SealCommitPhase1Output, SealPreCommitOutput, SectorShape2KiB, UnpaddedBytesAmount,
     SECTOR_SIZE_2_KIB,
 };
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -257,4 +258,98 @@ pub fn commit_phase1(
     )?;
     ensure!(c1.seed == seed, "C1 output carries another seed");
     Ok(c1)
+}
+
+/// Seals a 2KiB sector through filecoin-proofs-api (the registered proof's own PoRep id) and
+/// returns its C1 output as the JSON Lotus/Curio send.
+pub fn api_c1_json(
+    prover_id: ProverId,
+    sector: u64,
+) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
+    use filecoin_proofs_api::seal as api;
+    let rp = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1;
+    let dir = temp_dir("api-sector-");
+    let cache_dir = dir.path().join("cache");
+    fs::create_dir_all(&cache_dir)?;
+    let size = filecoin_proofs::UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount(
+        SECTOR_SIZE_2_KIB,
+    ));
+    let piece = dir.path().join("piece");
+    File::create(&piece)?.write_all(&piece_bytes(5))?;
+    let info = api::generate_piece_commitment(rp, File::open(&piece)?, size)?;
+    let staged = dir.path().join("staged");
+    let mut out = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)?;
+    api::add_piece(rp, File::open(&piece)?, &mut out, size, &[])?;
+    let sealed = dir.path().join("sealed");
+    File::create(&sealed)?;
+    let sector_id = SectorId::from(sector);
+    let ticket = [2u8; 32];
+    let seed = [3u8; 32];
+    let p1 = api::seal_pre_commit_phase1(
+        rp,
+        &cache_dir,
+        &staged,
+        &sealed,
+        prover_id,
+        sector_id,
+        ticket,
+        std::slice::from_ref(&info),
+    )?;
+    let p2 = api::seal_pre_commit_phase2(p1, &cache_dir, &sealed)?;
+    let c1 = api::seal_commit_phase1(
+        &cache_dir,
+        &sealed,
+        prover_id,
+        sector_id,
+        ticket,
+        seed,
+        p2,
+        &[info],
+    )?;
+    let json = serde_json::to_vec(&c1)?;
+    Ok((c1, json))
+}
+
+/// Curio's envelope: `{"SectorNum", "Phase1Out": base64(C1 JSON), "SectorSize"}`.
+pub fn curio_envelope(sector: u64, c1_json: &[u8], sector_size: u64) -> Vec<u8> {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(c1_json);
+    format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{sector_size}}}"#)
+        .into_bytes()
+}
+
+/// A WinningPoSt vanilla proof (bincode) of a freshly sealed 2KiB sector, and the sector.
+pub fn winning_vanilla(
+    prover_id: ProverId,
+    sector: u64,
+    seed: u8,
+    randomness: &[u8; 32],
+) -> Result<(Sealed, Vec<u8>)> {
+    use filecoin_proofs::{
+        generate_fallback_sector_challenges, generate_single_vanilla_proof, PrivateReplicaInfo,
+    };
+    let sealed = seal(&porep_config(), prover_id, sector, seed)?;
+    let config = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
+    let challenges = generate_fallback_sector_challenges::<Tree>(
+        &config,
+        randomness,
+        &[sealed.sector_id],
+        prover_id,
+    )?;
+    let replica = PrivateReplicaInfo::<Tree>::new(
+        sealed.replica.clone(),
+        sealed.comm_r,
+        sealed.cache_dir.clone(),
+    )?;
+    let vanilla = generate_single_vanilla_proof::<Tree>(
+        &config,
+        sealed.sector_id,
+        &replica,
+        &challenges[&sealed.sector_id],
+    )?;
+    Ok((sealed, bincode::serialize(&vanilla)?))
 }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 pub struct Setup {
     /// The circuit's key.
     pub circuit_key: String,
-    /// The recorded constraints.
-    pub pce: Pce,
+    /// The recorded constraints (shared: a kind that loads its own setup may hold them too).
+    pub pce: Arc<Pce>,
     /// The parameters, ready for proving (shared, so that a device backend can place them
     /// on its devices without copying them).
     pub params: Arc<PreparedParameters>,
@@ -26,11 +26,37 @@ pub struct Setup {
     /// The verifying key, ready for verifying.
     pub pvk: PreparedVerifyingKey,
     /// Whether the parameters were generated here (random toxic waste: good for tests and
-    /// benchmarks only) rather than supplied.
+    /// benchmarks only) rather than supplied or loaded by the kind.
     pub generated: bool,
-    /// What made them: `supplied`, `cpu`, or a backend's generator (`gpu`).
+    /// What made them: `supplied`, `cpu`, a backend's generator (`gpu`), or what the kind
+    /// says it loaded them from.
     pub generator: String,
 }
+
+/// A setup a circuit kind loads itself ([`Instance::load_setup`]): its recorded constraints
+/// and its parameters, e.g. a ceremony's parameter file and the PCE kept beside it.
+#[derive(Clone)]
+pub struct ReadySetup {
+    /// The recorded constraints.
+    pub pce: Arc<Pce>,
+    /// The parameters (their verifying key included).
+    pub params: Arc<PreparedParameters>,
+    /// Where they came from, for logs and [`Setup::generator`] (e.g. a file name).
+    pub source: String,
+}
+
+impl fmt::Debug for ReadySetup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadySetup")
+            .field("shape", &Shape::of(&self.pce))
+            .field("params", &self.params)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Why a kind could not load its setup: the kind's own error.
+pub type LoadError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Setup {
     /// The circuit's exact shape.
@@ -87,6 +113,17 @@ pub enum SetupError {
         /// The generator's error (boxed: it is large).
         #[source]
         source: Box<cuzk_groth16::Error>,
+    },
+
+    /// The circuit kind could not load circuit `circuit_key`'s setup (missing or corrupt
+    /// parameter files, say).
+    #[error("loading the setup of {circuit_key} failed: {source}")]
+    Load {
+        /// The circuit.
+        circuit_key: String,
+        /// The kind's error.
+        #[source]
+        source: LoadError,
     },
 
     /// The parameters supplied for circuit `circuit_key` have `found` entries in `what`
@@ -197,6 +234,34 @@ impl SetupCache {
         let span = tracing::info_span!("setup", circuit = %circuit_key);
         let _enter = span.enter();
         let start = Instant::now();
+        if let Some(loaded) = instance.load_setup() {
+            let ReadySetup {
+                pce,
+                params,
+                source,
+            } = loaded.map_err(|source| SetupError::Load {
+                circuit_key: circuit_key.clone(),
+                source,
+            })?;
+            let vk = params.vk().clone();
+            let pvk = prepare_verifying_key(&vk);
+            tracing::info!(
+                constraints = pce.num_constraints,
+                aux = pce.num_aux,
+                source = %source,
+                ms = start.elapsed().as_millis() as u64,
+                "circuit set up from the kind's own files"
+            );
+            return Ok(Setup {
+                circuit_key,
+                pce,
+                params,
+                vk,
+                pvk,
+                generated: false,
+                generator: source,
+            });
+        }
         let pce = instance.record().map_err(|source| SetupError::Record {
             circuit_key: circuit_key.clone(),
             source,
@@ -223,7 +288,7 @@ impl SetupCache {
         );
         Ok(Setup {
             circuit_key,
-            pce,
+            pce: Arc::new(pce),
             params,
             vk,
             pvk,

@@ -54,11 +54,12 @@ pub enum InputError {
     },
 }
 
-/// Errors on the first field of `inputs` not in `expected`.
+/// Errors on the first field (integer or bytes) of `inputs` not in `expected`.
 pub(crate) fn only_fields(inputs: &Inputs, expected: &[&'static str]) -> Result<(), InputError> {
     match inputs
         .fields
         .keys()
+        .chain(inputs.byte_fields.keys())
         .find(|k| !expected.contains(&k.as_str()))
     {
         None => Ok(()),
@@ -133,5 +134,7 @@ mod tests {
         let err = only_fields(&inputs, &["a"]).unwrap_err();
         assert_eq!(err.to_string(), "unknown field \"b\" (expected one of: a)");
         assert!(bytes_len(&Inputs::from_bytes(vec![1, 2]), 0..=1).is_err());
+        let with_bytes = inputs.with_byte_field("randomness", vec![1]);
+        assert!(only_fields(&with_bytes, &["a", "b"]).is_err());
     }
 }

@@ -9,7 +9,7 @@ mod inputs;
 mod sha256;
 mod synthetic;
 
-pub use cache::{Setup, SetupError};
+pub use cache::{LoadError, ReadySetup, Setup, SetupError};
 pub use inputs::InputError;
 pub use sha256::Sha256Kind;
 pub use synthetic::SyntheticPoRepKind;
@@ -65,6 +65,14 @@ pub trait Instance: Send + Sync + fmt::Debug + 'static {
     /// The public inputs of partition `partition`, ONE not included, as the verifier takes
     /// them.
     fn public_inputs(&self, partition: usize) -> Vec<Scalar>;
+
+    /// The circuit's setup, when the kind loads it itself (a ceremony's parameter file and
+    /// the PCE kept beside it) rather than having it recorded here ([`Instance::record`])
+    /// with supplied or generated parameters. Called once per circuit key, on a synthesis
+    /// worker (it may take long). The default, `None`, records and generates.
+    fn load_setup(&self) -> Option<Result<ReadySetup, LoadError>> {
+        None
+    }
 }
 
 /// A kind named `name` is already registered.

@@ -1,0 +1,452 @@
+//! The four Filecoin proof kinds as cuzk-sched circuit kinds, so that the scheduler (and the
+//! daemon over it) proves them from the fields Curio's `SubmitProof` sends.
+//!
+//! | kind | bytes | integer fields | byte fields |
+//! |---|---|---|---|
+//! | `porep-seal-commit` | C1 output JSON, bare or in Curio's envelope | `sector_number`, `miner_id`, `sector_size`, `registered_proof` (checked against the JSON when given) | – |
+//! | `winning-post` | bincode `FallbackPoStSectorProof`s, back to back | `registered_proof` (0–4), `miner_id`, `sector_size` | `randomness` (32 bytes) |
+//! | `window-post-partition` | the partition's sectors' `FallbackPoStSectorProof`s, back to back | as WinningPoSt (5–14), `partition_index` | `randomness` |
+//! | `snap-deals-update` | bincode `PartitionProof`s, back to back | `registered_proof` (0–4), `sector_size` | `sector_key_cid`, `new_sealed_cid`, `new_unsealed_cid` |
+//!
+//! Absent integer fields are 0 (proto3's "unset"); a given `sector_size` must be the registered
+//! proof's. Fields of the request a kind does not use are ignored; names outside this list are
+//! refused. A circuit's setup is loaded from the [`ParamCache`] (parameters checked by digest,
+//! the PCE kept beside them) and then owned by the scheduler's setup cache.
+
+use crate::cache::{CircuitId, ParamCache};
+use crate::compound::{check_inputs, expected_inputs, Job, Vanilla};
+use crate::error::{Error, ProofKind};
+use crate::ids;
+use crate::porep::{decode_c1, porep_job_api};
+use crate::post::{post_job_bytes, Mode};
+use crate::update::update_job_bytes;
+use blstrs::Scalar as Fr;
+use cuzk_sched::{
+    CircuitKind, InputError, Inputs, Instance, LoadError, ReadySetup, Registry, RegistryError,
+    Shape,
+};
+use cuzk_synth::{Pce, SynthError, Witness};
+use std::fmt;
+use std::sync::Arc;
+
+/// The registry name of PoRep C2 (Curio's `POREP_SEAL_COMMIT`).
+pub const POREP_SEAL_COMMIT: &str = "porep-seal-commit";
+/// The registry name of a SnapDeals update proof (`SNAP_DEALS_UPDATE`).
+pub const SNAP_DEALS_UPDATE: &str = "snap-deals-update";
+/// The registry name of one WindowPoSt partition (`WINDOW_POST_PARTITION`).
+pub const WINDOW_POST_PARTITION: &str = "window-post-partition";
+/// The registry name of WinningPoSt (`WINNING_POST`).
+pub const WINNING_POST: &str = "winning-post";
+
+/// Integer fields every kind accepts (those it does not use are ignored).
+const INT_FIELDS: [&str; 5] = [
+    "sector_size",
+    "registered_proof",
+    "sector_number",
+    "miner_id",
+    "partition_index",
+];
+/// Byte fields every kind accepts.
+const BYTE_FIELDS: [&str; 4] = [
+    "randomness",
+    "sector_key_cid",
+    "new_sealed_cid",
+    "new_unsealed_cid",
+];
+
+/// Which Filecoin proof a kind makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    PoRep,
+    SnapDeals,
+    WindowPartition,
+    Winning,
+}
+
+/// One of the four Filecoin proof kinds over a parameter cache.
+#[derive(Debug)]
+pub struct FilecoinKind {
+    which: Which,
+    cache: Arc<ParamCache>,
+}
+
+impl FilecoinKind {
+    /// The four kinds, sharing `cache`.
+    pub fn all(cache: Arc<ParamCache>) -> Vec<FilecoinKind> {
+        [
+            Which::PoRep,
+            Which::SnapDeals,
+            Which::WindowPartition,
+            Which::Winning,
+        ]
+        .into_iter()
+        .map(|which| FilecoinKind {
+            which,
+            cache: Arc::clone(&cache),
+        })
+        .collect()
+    }
+
+    /// Registers the four kinds in `registry`, sharing `cache`.
+    pub fn register_all(
+        registry: &mut Registry,
+        cache: Arc<ParamCache>,
+    ) -> Result<(), RegistryError> {
+        for kind in FilecoinKind::all(cache) {
+            registry.register(Arc::new(kind))?;
+        }
+        Ok(())
+    }
+
+    /// The request's partitions, checked.
+    fn job(&self, inputs: &Inputs) -> Result<Box<dyn Job>, InputError> {
+        for field in inputs.fields.keys() {
+            if !INT_FIELDS.contains(&field.as_str()) {
+                return Err(InputError::UnknownField {
+                    field: field.clone(),
+                    expected: INT_FIELDS.to_vec(),
+                });
+            }
+        }
+        for field in inputs.byte_fields.keys() {
+            if !BYTE_FIELDS.contains(&field.as_str()) {
+                return Err(InputError::UnknownField {
+                    field: field.clone(),
+                    expected: BYTE_FIELDS.to_vec(),
+                });
+            }
+        }
+        let int = |name: &str| inputs.fields.get(name).copied().unwrap_or(0);
+        let prover_id = ids::prover_id_from_miner_id(int("miner_id"));
+        let registered = int("registered_proof");
+        let vanilla = Vanilla::Concatenated(&inputs.bytes);
+        if inputs.bytes.is_empty() {
+            return Err(InputError::MissingField {
+                field: "vanilla_proof",
+            });
+        }
+        match self.which {
+            Which::PoRep => {
+                let c1 = decode_c1(&inputs.bytes).map_err(invalid)?;
+                if inputs.fields.contains_key("registered_proof") {
+                    let named = ids::registered_seal_proof(registered).map_err(invalid)?;
+                    if named != c1.registered_proof {
+                        return Err(InputError::Invalid {
+                            reason: format!(
+                                "registered_proof {registered} ({named:?}) is not the C1 output's {:?}",
+                                c1.registered_proof
+                            ),
+                        });
+                    }
+                }
+                check_size(
+                    inputs,
+                    u64::from(c1.registered_proof.sector_size()),
+                    &c1.registered_proof,
+                )?;
+                porep_job_api(c1, prover_id, int("sector_number")).map_err(invalid)
+            }
+            Which::Winning | Which::WindowPartition => {
+                let registered = ids::registered_post_proof(registered).map_err(invalid)?;
+                check_size(inputs, u64::from(registered.sector_size()), &registered)?;
+                let randomness = randomness(inputs)?;
+                let mode = match self.which {
+                    Which::Winning => Mode::Winning,
+                    _ => Mode::WindowPartition(int("partition_index") as usize),
+                };
+                post_job_bytes(registered, mode, &randomness, prover_id, vanilla).map_err(invalid)
+            }
+            Which::SnapDeals => {
+                let registered = ids::registered_update_proof(registered).map_err(invalid)?;
+                check_size(inputs, u64::from(registered.sector_size()), &registered)?;
+                let cid = |name: &'static str| {
+                    let bytes = inputs
+                        .byte_fields
+                        .get(name)
+                        .ok_or(InputError::MissingField { field: name })?;
+                    ids::commitment_from_cid(name, bytes).map_err(invalid)
+                };
+                let comm_r_old = cid("sector_key_cid")?;
+                let comm_r_new = cid("new_sealed_cid")?;
+                let comm_d_new = cid("new_unsealed_cid")?;
+                update_job_bytes(registered, vanilla, comm_r_old, comm_r_new, comm_d_new)
+                    .map_err(invalid)
+            }
+        }
+    }
+}
+
+impl CircuitKind for FilecoinKind {
+    fn name(&self) -> &str {
+        match self.which {
+            Which::PoRep => POREP_SEAL_COMMIT,
+            Which::SnapDeals => SNAP_DEALS_UPDATE,
+            Which::WindowPartition => WINDOW_POST_PARTITION,
+            Which::Winning => WINNING_POST,
+        }
+    }
+
+    fn parse(&self, inputs: &Inputs) -> Result<Arc<dyn Instance>, InputError> {
+        let job = self.job(inputs)?;
+        let expected = expected_inputs(&*job).map_err(invalid)?;
+        Ok(Arc::new(FilecoinInstance {
+            job,
+            expected,
+            cache: Arc::clone(&self.cache),
+        }))
+    }
+}
+
+/// A request's error as the scheduler reports bad inputs: the library error's message, which
+/// names the offending value.
+fn invalid(e: Error) -> InputError {
+    InputError::Invalid {
+        reason: e.to_string(),
+    }
+}
+
+/// Errors unless the request's `sector_size`, when given, is `expected` (that of `registered`).
+fn check_size(
+    inputs: &Inputs,
+    expected: u64,
+    registered: &dyn fmt::Debug,
+) -> Result<(), InputError> {
+    match inputs.fields.get("sector_size") {
+        Some(&found) if found != expected => Err(InputError::Invalid {
+            reason: format!(
+                "sector_size is {found} bytes, but {registered:?} proves {expected}-byte sectors"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The 32-byte `randomness` field.
+fn randomness(inputs: &Inputs) -> Result<[u8; 32], InputError> {
+    let bytes = inputs
+        .byte_fields
+        .get("randomness")
+        .ok_or(InputError::MissingField {
+            field: "randomness",
+        })?;
+    bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| InputError::Invalid {
+            reason: format!("randomness is {} bytes, expected 32", bytes.len()),
+        })
+}
+
+/// One parsed request: its partitions and the public inputs the verifier will use.
+struct FilecoinInstance {
+    job: Box<dyn Job>,
+    expected: Vec<Vec<Fr>>,
+    cache: Arc<ParamCache>,
+}
+
+impl fmt::Debug for FilecoinInstance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilecoinInstance")
+            .field("circuit", self.job.id())
+            .field("partitions", &self.job.partitions())
+            .finish()
+    }
+}
+
+impl Instance for FilecoinInstance {
+    fn circuit_key(&self) -> String {
+        self.job.id().cache_id.clone()
+    }
+
+    fn partitions(&self) -> usize {
+        self.job.partitions()
+    }
+
+    fn shape(&self) -> Shape {
+        estimate(self.job.id())
+    }
+
+    fn record(&self) -> Result<Pce, SynthError> {
+        self.job.record()
+    }
+
+    fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
+        let w = self
+            .job
+            .witness(pce, partition)
+            .map_err(|e| SynthError::Rejected {
+                reason: e.to_string(),
+            })?;
+        check_inputs(&w, &self.expected[partition]).map_err(|index| SynthError::Rejected {
+            reason: format!(
+                "partition {partition}'s witness differs from the verifier's public inputs at input {index}"
+            ),
+        })?;
+        Ok(w)
+    }
+
+    fn public_inputs(&self, partition: usize) -> Vec<Fr> {
+        self.expected[partition].clone()
+    }
+
+    fn load_setup(&self) -> Option<Result<ReadySetup, LoadError>> {
+        let id = self.job.id();
+        let loaded = self.job.load(&self.cache).map(|keys| {
+            // The scheduler's setup cache owns the setup from here (and evicts it); the
+            // parameter cache keeps no second reference.
+            self.cache.evict(&id.cache_id);
+            ReadySetup {
+                pce: Arc::clone(&keys.pce),
+                params: Arc::clone(&keys.params),
+                source: id.params_file(),
+            }
+        });
+        Some(loaded.map_err(|e| Box::new(e) as LoadError))
+    }
+}
+
+/// A circuit's shape before its PCE is loaded, for the scheduler's memory admission: from
+/// above, by kind and sector size (2KiB–512MiB PoRep circuits have 2.7 M constraints; 32GiB
+/// PoRep, WindowPoSt and SnapDeals partitions 80–131 M; WinningPoSt a few million).
+fn estimate(id: &CircuitId) -> Shape {
+    let large = id.sector_size >= 32 << 30;
+    let log2 = match id.kind {
+        ProofKind::WinningPost => 22,
+        ProofKind::PoRep | ProofKind::WindowPost | ProofKind::SnapDeals if large => 27,
+        _ => 22,
+    };
+    let inputs = 64;
+    Shape {
+        constraints: (1usize << log2) - inputs,
+        inputs,
+        aux: 1 << log2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(which: Which) -> FilecoinKind {
+        let dir = std::env::temp_dir().join("cuzk-filecoin-kinds-unused");
+        FilecoinKind {
+            which,
+            cache: Arc::new(ParamCache::new(dir)),
+        }
+    }
+
+    fn reason(e: InputError) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn names_are_the_daemons() {
+        let names: Vec<String> = FilecoinKind::all(Arc::new(ParamCache::new("unused")))
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                POREP_SEAL_COMMIT,
+                SNAP_DEALS_UPDATE,
+                WINDOW_POST_PARTITION,
+                WINNING_POST
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_porep_requests_name_the_problem() {
+        let porep = kind(Which::PoRep);
+        let err = porep.parse(&Inputs::default()).unwrap_err();
+        assert_eq!(
+            err,
+            InputError::MissingField {
+                field: "vanilla_proof"
+            }
+        );
+        let err = reason(
+            porep
+                .parse(&Inputs::from_bytes(&b"{\"registered_proof\": "[..]))
+                .unwrap_err(),
+        );
+        assert!(err.contains("C1 output JSON"), "{err}");
+        assert!(err.contains("line 1"), "{err}");
+        let err = porep
+            .parse(&Inputs::from_bytes(&b"{}"[..]).with_field("sector_sise", 2048))
+            .unwrap_err();
+        assert!(
+            matches!(err, InputError::UnknownField { ref field, .. } if field == "sector_sise")
+        );
+        let err = porep
+            .parse(&Inputs::from_bytes(&b"{}"[..]).with_byte_field("seed", vec![0]))
+            .unwrap_err();
+        assert!(matches!(err, InputError::UnknownField { ref field, .. } if field == "seed"));
+    }
+
+    #[test]
+    fn bad_post_requests_name_the_problem() {
+        let winning = kind(Which::Winning);
+        let some = Inputs::from_bytes(vec![1, 2, 3]);
+        assert_eq!(
+            winning.parse(&some).unwrap_err(),
+            InputError::MissingField {
+                field: "randomness"
+            }
+        );
+        let short = some.clone().with_byte_field("randomness", vec![0; 31]);
+        assert!(reason(winning.parse(&short).unwrap_err()).contains("31 bytes"));
+        let wrong_size = some
+            .clone()
+            .with_byte_field("randomness", vec![0; 32])
+            .with_field("sector_size", 8 << 20);
+        let err = reason(winning.parse(&wrong_size).unwrap_err());
+        assert!(err.contains("sector_size is 8388608"), "{err}");
+        // A WindowPoSt type for WinningPoSt.
+        let window_type = some
+            .clone()
+            .with_byte_field("randomness", vec![0; 32])
+            .with_field("registered_proof", 10);
+        let err = reason(winning.parse(&window_type).unwrap_err());
+        assert!(err.contains("StackedDrgWindow2KiBV1_2"), "{err}");
+        let unknown = some.clone().with_field("registered_proof", 99);
+        assert!(reason(kind(Which::WindowPartition).parse(&unknown).unwrap_err()).contains("99"));
+        // Three bytes are no bincode vanilla proof.
+        let garbage = some
+            .with_byte_field("randomness", vec![0; 32])
+            .with_field("registered_proof", 10);
+        let err = reason(kind(Which::WindowPartition).parse(&garbage).unwrap_err());
+        assert!(err.contains("vanilla proof 0"), "{err}");
+    }
+
+    #[test]
+    fn snap_deals_needs_its_cids() {
+        let snap = kind(Which::SnapDeals);
+        let err = snap.parse(&Inputs::from_bytes(vec![1])).unwrap_err();
+        assert_eq!(
+            err,
+            InputError::MissingField {
+                field: "sector_key_cid"
+            }
+        );
+        let inputs = Inputs::from_bytes(vec![1])
+            .with_byte_field("sector_key_cid", vec![1, 2])
+            .with_byte_field("new_sealed_cid", vec![1, 2])
+            .with_byte_field("new_unsealed_cid", vec![1, 2]);
+        assert!(reason(snap.parse(&inputs).unwrap_err()).contains("sector_key_cid"));
+    }
+
+    #[test]
+    fn estimates_cover_the_known_circuits() {
+        let id = |kind, sector_size| CircuitId {
+            kind,
+            cache_id: String::new(),
+            sector_size,
+        };
+        // The 2KiB PoRep circuit: 2.69 M constraints.
+        assert!(estimate(&id(ProofKind::PoRep, 2048)).constraints > 2_690_000);
+        // A 32GiB PoRep partition: 130.3 M.
+        assert!(estimate(&id(ProofKind::PoRep, 32 << 30)).constraints > 130_300_000);
+    }
+}
