@@ -2,7 +2,7 @@
 //! outcome counted by method and code.
 
 use crate::convert::submit_status;
-use crate::engine::{CancelOnDrop, Engine, VERSION};
+use crate::engine::{CancelOnDrop, Engine, Submitted, VERSION};
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::GpuStatus;
 use crate::proto::{
@@ -135,15 +135,27 @@ fn wait_limit(timeout_ms: u64) -> Option<Duration> {
     (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms))
 }
 
+/// Submits on a blocking thread: reading a request's inputs can take a while (a 32GiB
+/// sector's C1 output is tens of megabytes of JSON), and must not hold up the runtime's
+/// workers, which serve every other call.
+async fn submit_blocking(
+    engine: &Arc<Engine>,
+    submit: SubmitProofRequest,
+) -> Result<Submitted, Status> {
+    let engine = Arc::clone(engine);
+    tokio::task::spawn_blocking(move || engine.submit(submit))
+        .await
+        .map_err(|e| Status::internal(format!("the submission task failed: {e}")))?
+}
+
 #[tonic::async_trait]
 impl ProvingEngine for ProvingService {
     async fn submit_proof(
         &self,
         request: Request<SubmitProofRequest>,
     ) -> Result<Response<SubmitProofResponse>, Status> {
-        let result = self
-            .engine
-            .submit(request.into_inner())
+        let result = submit_blocking(&self.engine, request.into_inner())
+            .await
             .map(|s| SubmitProofResponse {
                 job_id: s.id.to_string(),
                 queue_position: s.queue_position,
@@ -170,7 +182,7 @@ impl ProvingEngine for ProvingService {
                 .into_inner()
                 .submit
                 .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
-            let submitted = self.engine.submit(submit)?;
+            let submitted = submit_blocking(&self.engine, submit).await?;
             let guard = CancelOnDrop::new(&self.engine, submitted.id);
             let result = self.engine.wait(&submitted.id.to_string(), None).await;
             guard.disarm();
