@@ -17,6 +17,10 @@ pub const G2: u64 = 192;
 pub const TABLES: u64 = 64 << 20;
 /// The GPU prover's default MSM work allowance.
 pub const DEFAULT_MSM_VRAM: u64 = 8 << 30;
+
+/// The largest automatic MSM allowance: what a 2^27-point G1 MSM takes unchunked (24.75 GiB)
+/// and a margin.
+pub const LARGEST_MSM_VRAM: u64 = 26 << 30;
 /// Device bytes of one chunk buffer of streamed parameters (the prover's default).
 pub const STREAM_CHUNK: u64 = 512 << 20;
 /// Device bytes of the prover's staging buffers per group.
@@ -102,10 +106,14 @@ pub fn streamed_working_set(n: u64, msm_vram: u64) -> u64 {
     (3 * SCALAR * n + TABLES).max(2 * (STREAM_CHUNK + 2 * STAGE) + msm_vram)
 }
 
-/// The MSM allowance for a device budget of `capacity` bytes: `configured`, or 8 GiB but at
-/// most a quarter of the budget.
+/// The MSM allowance for a device budget of `capacity` bytes: `configured`, or a fifth of the
+/// budget, at least 8 GiB (but at most a quarter of the budget) and at most
+/// [`LARGEST_MSM_VRAM`]. On a 141 GB card that runs a 2^27 partition's H MSM in one chunk
+/// (24.75 GiB of work buffers; with 8 GiB it takes four chunks and twice the time); on small
+/// cards it stays a quarter of the budget.
 pub fn msm_allowance(configured: Option<u64>, capacity: u64) -> u64 {
-    configured.unwrap_or(DEFAULT_MSM_VRAM.min(capacity / 4))
+    let floor = DEFAULT_MSM_VRAM.min(capacity / 4);
+    configured.unwrap_or((capacity / 5).clamp(floor, LARGEST_MSM_VRAM.max(floor)))
 }
 
 /// Host bytes one partition holds in the scheduler's budget from the start of its
@@ -181,7 +189,9 @@ mod tests {
             3 * 32 * n + TABLES + 8 * GIB
         );
         assert!(streamed_working_set(n, 8 * GIB) > 8 * GIB);
-        assert_eq!(msm_allowance(None, 139 * GIB), 8 * GIB);
+        assert_eq!(msm_allowance(None, 139 * GIB), 26 * GIB);
+        assert_eq!(msm_allowance(None, 80 * GIB), 16 * GIB);
+        assert_eq!(msm_allowance(None, 24 * GIB), 6 * GIB);
         assert_eq!(msm_allowance(None, 16 * GIB), 4 * GIB);
         assert_eq!(msm_allowance(Some(GIB), 16 * GIB), GIB);
         let absurd = Shape {
