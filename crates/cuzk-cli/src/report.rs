@@ -106,7 +106,7 @@ impl Run {
             return String::new();
         };
         let mut out = String::from(
-            "| device | proofs | GPU busy share | occupied share |\n|---|---|---|---|\n",
+            "| device | proofs | kernel time / wall (sum over lanes) | occupied share |\n|---|---|---|---|\n",
         );
         for d in &u.devices {
             out.push_str(&format!(
@@ -143,7 +143,9 @@ impl Run {
     }
 }
 
-/// The table comparing concurrency levels; with GPU busy and occupied shares per device
+/// The table comparing concurrency levels; with kernel time over wall time (summed over a
+/// device's lanes, so above 100% when lanes' kernels overlap) and the occupied share (time
+/// with at least one proof on the device) per device
 /// and the daemon's peak resident memory when its metrics report them.
 pub fn sweep_table(runs: &[Run]) -> String {
     let gpus = runs
@@ -156,7 +158,7 @@ pub fn sweep_table(runs: &[Run]) -> String {
         String::from("| c | requests | proofs | failed | wall s | s/proof | p50 s | p95 s |");
     let mut rule = String::from("|---|---|---|---|---|---|---|---|");
     if gpus {
-        out.push_str(" GPU busy | GPU occupied |");
+        out.push_str(" kernel/wall | GPU occupied |");
         rule.push_str("---|---|");
     }
     if rss {
