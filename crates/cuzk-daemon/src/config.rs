@@ -157,6 +157,8 @@ pub struct SchedulerSection {
     pub synthesis_workers: usize,
     /// Lookahead, 0 for automatic.
     pub lookahead: usize,
+    /// Threads of the shared CPU pool (synthesis, evaluation, CPU proving), 0 for automatic.
+    pub cpu_threads: usize,
     /// Most unfinished jobs.
     pub max_queued_jobs: usize,
     /// Finished jobs remembered.
@@ -168,6 +170,7 @@ impl Default for SchedulerSection {
         SchedulerSection {
             synthesis_workers: 0,
             lookahead: 0,
+            cpu_threads: 0,
             max_queued_jobs: 1024,
             finished_history: 1024,
         }
@@ -312,6 +315,8 @@ pub struct Settings {
     pub host_budget: HostBudget,
     /// Scheduler knobs.
     pub scheduler: SchedulerConfig,
+    /// Threads of the shared CPU pool; `None`: automatic.
+    pub cpu_threads: Option<usize>,
     /// Log filter.
     pub log_filter: String,
     /// Circuits to set up before ready.
@@ -443,6 +448,7 @@ impl Config {
             cuda,
             host_budget,
             scheduler,
+            cpu_threads: nonzero(self.scheduler.cpu_threads),
             log_filter: self.log.filter.clone(),
             preload: self.preload.clone(),
             filecoin: self.filecoin.settings()?,

@@ -266,7 +266,25 @@ fn backend(settings: &Settings) -> Result<(Arc<dyn Backend>, Budget), StartError
     let budget = Budget::new("host", host);
     tracing::info!(capacity = host, human = %Bytes(host), policy = ?settings.host_budget, "host memory budget");
     let lanes = settings.workers_per_device.unwrap_or(1);
+    cpu_pool(settings.cpu_threads, 0);
     Ok((Arc::new(CpuBackend::with_lanes(1, lanes)), budget))
+}
+
+/// Sizes the shared CPU pool (synthesis, evaluation, CPU proofs): `configured` threads, or
+/// every core less one per GPU lane, so that a lane thread feeding its GPU kernels is never
+/// left waiting for a core behind a pool that holds them all (its kernels would then wait on
+/// the host). A pool already started (a second daemon in one process) is kept as it is.
+fn cpu_pool(configured: Option<usize>, gpu_lanes: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = configured.unwrap_or_else(|| cores.saturating_sub(gpu_lanes).max(1));
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-cpu-{i}"))
+        .build_global()
+    {
+        Ok(()) => tracing::info!(threads, cores, gpu_lanes, "CPU pool"),
+        Err(e) => tracing::debug!(error = %e, "CPU pool already started; kept"),
+    }
 }
 
 /// The CUDA backend, with its pinned pools taken out of the `host` bytes of the budget.
@@ -311,6 +329,11 @@ fn gpu_backend(
         faults: FaultPlan::from_env()?,
     };
     let backend = GpuBackend::new(config)?;
+    let lanes = backend.lanes();
+    cpu_pool(
+        settings.cpu_threads,
+        lanes.devices * lanes.workers_per_device,
+    );
     let left = host - backend.pinned_bytes();
     tracing::info!(
         capacity = left,
