@@ -123,56 +123,31 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
     // Truncated C1 JSON: INVALID_ARGUMENT naming the JSON and where it broke.
     let cut = json[..json.len() / 2].to_vec();
     let status = refused(client.submit_proof(porep_request(cut, 93)).await);
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert!(
-        status.message().contains("C1 output JSON") && status.message().contains("line"),
-        "{}",
-        status.message()
-    );
+    assert_invalid(&status, &["C1 output JSON", "line"]);
     // A 2KiB C1 output said to be of an 8MiB sector.
     let wrong_size = SubmitProofRequest {
         sector_size: 8 << 20,
         ..porep_request(json.clone(), 93)
     };
     let status = refused(client.submit_proof(wrong_size).await);
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert!(
-        status.message().contains("sector_size is 8388608"),
-        "{}",
-        status.message()
-    );
+    assert_invalid(&status, &["sector_size is 8388608"]);
     // The C1 output of another miner's sector (the replica id cannot match).
     let other_miner = SubmitProofRequest {
         miner_id: MINER + 1,
         ..porep_request(json, 93)
     };
     let status = refused(client.submit_proof(other_miner).await);
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert!(
-        status.message().contains("replica id"),
-        "{}",
-        status.message()
-    );
+    assert_invalid(&status, &["replica id"]);
     // WinningPoSt without randomness, and with a vanilla proof cut short.
     let no_randomness = SubmitProofRequest {
         randomness: Vec::new(),
         ..winning_request(vanilla.clone())
     };
     let status = refused(client.submit_proof(no_randomness).await);
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert!(
-        status.message().contains("randomness"),
-        "{}",
-        status.message()
-    );
+    assert_invalid(&status, &["randomness"]);
     let cut = winning_request(vanilla[..vanilla.len() - 7].to_vec());
     let status = refused(client.submit_proof(cut).await);
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    assert!(
-        status.message().contains("vanilla proof 0"),
-        "{}",
-        status.message()
-    );
+    assert_invalid(&status, &["vanilla proof 0"]);
 
     // The daemon goes on serving: a WinningPoSt, accepted by filecoin-proofs' verifier.
     let response = prove(&mut client, winning_request(vanilla)).await;
@@ -188,4 +163,12 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
         &response.proof
     )?);
     Ok(())
+}
+
+/// Asserts `status` is INVALID_ARGUMENT and its message names every one of `needles`.
+fn assert_invalid(status: &tonic::Status, needles: &[&str]) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    for needle in needles {
+        assert!(status.message().contains(needle), "{}", status.message());
+    }
 }

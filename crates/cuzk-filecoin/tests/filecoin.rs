@@ -13,13 +13,13 @@ use cuzk_filecoin::{
     RegisteredPoStProof, RegisteredUpdateProof,
 };
 use filecoin_proofs::{
-    encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
-    generate_single_vanilla_proof, merge_window_post_partition_proofs,
-    verify_empty_sector_update_proof, verify_window_post, verify_winning_post, PartitionSnarkProof,
-    PrivateReplicaInfo, PublicReplicaInfo, SectorUpdateConfig, SECTOR_SIZE_2_KIB,
+    generate_fallback_sector_challenges, generate_single_vanilla_proof,
+    merge_window_post_partition_proofs, verify_empty_sector_update_proof, verify_window_post,
+    verify_winning_post, PartitionSnarkProof, PrivateReplicaInfo, PublicReplicaInfo,
+    SECTOR_SIZE_2_KIB,
 };
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::sector::SectorId;
@@ -86,27 +86,10 @@ fn filecoin_porep_c2_2kib_api_json_in_curio_envelope() -> Result<()> {
 
 #[test]
 fn filecoin_winning_post_2kib() -> Result<()> {
-    let sealed = seal(&porep_config(), PROVER_ID, 51, 11)?;
+    let (sealed, vanilla) = winning_vanilla(PROVER_ID, 51, 11, &RANDOMNESS)?;
     let registered = RegisteredPoStProof::StackedDrgWinning2KiBV1;
     let config = registered.as_v1_config();
-    let challenges = generate_fallback_sector_challenges::<Tree>(
-        &config,
-        &RANDOMNESS,
-        &[sealed.sector_id],
-        PROVER_ID,
-    )?;
-    let replica = PrivateReplicaInfo::<Tree>::new(
-        sealed.replica.clone(),
-        sealed.comm_r,
-        sealed.cache_dir.clone(),
-    )?;
-    let vanilla = generate_single_vanilla_proof::<Tree>(
-        &config,
-        sealed.sector_id,
-        &replica,
-        &challenges[&sealed.sector_id],
-    )?;
-    let bytes = vec![bincode::serialize(&vanilla)?];
+    let bytes = vec![vanilla];
 
     let proof = cuzk_filecoin::winning_post(registered, &RANDOMNESS, PROVER_ID, &bytes, cache())?;
     assert_eq!(proof.len(), 192);
@@ -193,37 +176,15 @@ fn filecoin_window_post_2kib_two_partitions() -> Result<()> {
 
 #[test]
 fn filecoin_snap_deals_2kib() -> Result<()> {
-    let porep = porep_config();
-    let cc = seal(&porep, PROVER_ID, 71, 30)?;
+    let SnapUpdate {
+        cc,
+        comm_r_new,
+        comm_d_new,
+        vanilla,
+        _dir,
+    } = snap_update(71, 30, 99, "update-")?;
     let registered = RegisteredUpdateProof::StackedDrg2KiBV1;
     let update_porep = registered.as_v1_config();
-    let config = SectorUpdateConfig::from_porep_config(&update_porep);
-
-    let dir = temp_dir("update-");
-    let new_cache = dir.path().join("cache");
-    fs::create_dir_all(&new_cache)?;
-    let new_replica = dir.path().join("replica");
-    File::create(&new_replica)?.set_len(fs::metadata(&cc.replica)?.len())?;
-    let (staged, infos) = stage(&porep, dir.path(), "new-data", &piece_bytes(99))?;
-    let encoded = encode_into::<Tree>(
-        &config,
-        &new_replica,
-        &new_cache,
-        &cc.replica,
-        &cc.cache_dir,
-        &staged,
-        &infos,
-    )?;
-    let vanilla = generate_partition_proofs::<Tree>(
-        config,
-        cc.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
-        &cc.replica,
-        &cc.cache_dir,
-        &new_replica,
-        &new_cache,
-    )?;
     let bytes: Vec<Vec<u8>> = vanilla
         .iter()
         .map(bincode::serialize)
@@ -233,8 +194,8 @@ fn filecoin_snap_deals_2kib() -> Result<()> {
         registered,
         &bytes,
         cc.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
+        comm_r_new,
+        comm_d_new,
         cache(),
     )?;
     assert_eq!(proof.len(), 192 * bytes.len());
@@ -242,8 +203,8 @@ fn filecoin_snap_deals_2kib() -> Result<()> {
         &update_porep,
         &proof,
         cc.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
+        comm_r_new,
+        comm_d_new,
     )?);
     Ok(())
 }

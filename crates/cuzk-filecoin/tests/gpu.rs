@@ -20,14 +20,13 @@ use cuzk_filecoin::{
 use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_synth::{Pce, Witness};
 use filecoin_proofs::{
-    encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
-    generate_single_vanilla_proof, merge_window_post_partition_proofs,
-    verify_empty_sector_update_proof, verify_window_post, verify_winning_post,
-    FallbackPoStSectorProof, PartitionSnarkProof, PrivateReplicaInfo, PublicReplicaInfo,
-    SectorUpdateConfig,
+    generate_fallback_sector_challenges, generate_single_vanilla_proof,
+    merge_window_post_partition_proofs, verify_empty_sector_update_proof, verify_window_post,
+    verify_winning_post, FallbackPoStSectorProof, PartitionSnarkProof, PrivateReplicaInfo,
+    PublicReplicaInfo,
 };
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use storage_proofs_core::sector::SectorId;
@@ -152,27 +151,10 @@ fn gpu_porep_c2_2kib_verify_seal() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_winning_post_2kib() -> Result<()> {
-    let sealed = seal(&porep_config(), PROVER_ID, 151, 51)?;
+    let (sealed, vanilla) = winning_vanilla(PROVER_ID, 151, 51, &RANDOMNESS)?;
     let registered = RegisteredPoStProof::StackedDrgWinning2KiBV1;
     let config = registered.as_v1_config();
-    let challenges = generate_fallback_sector_challenges::<Tree>(
-        &config,
-        &RANDOMNESS,
-        &[sealed.sector_id],
-        PROVER_ID,
-    )?;
-    let replica = PrivateReplicaInfo::<Tree>::new(
-        sealed.replica.clone(),
-        sealed.comm_r,
-        sealed.cache_dir.clone(),
-    )?;
-    let vanilla = generate_single_vanilla_proof::<Tree>(
-        &config,
-        sealed.sector_id,
-        &replica,
-        &challenges[&sealed.sector_id],
-    )?;
-    let bytes = vec![bincode::serialize(&vanilla)?];
+    let bytes = vec![vanilla];
     let public = [(sealed.sector_id, PublicReplicaInfo::new(sealed.comm_r)?)];
 
     let proved =
@@ -273,56 +255,28 @@ fn gpu_window_post_2kib_two_partitions() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_snap_deals_2kib() -> Result<()> {
-    let porep = porep_config();
-    let cc = seal(&porep, PROVER_ID, 171, 70)?;
+    let SnapUpdate {
+        cc,
+        comm_r_new,
+        comm_d_new,
+        vanilla,
+        _dir,
+    } = snap_update(171, 70, 77, "gpu-update-")?;
     let registered = RegisteredUpdateProof::StackedDrg2KiBV1;
     let update_porep = registered.as_v1_config();
-    let config = SectorUpdateConfig::from_porep_config(&update_porep);
-
-    let dir = temp_dir("gpu-update-");
-    let new_cache = dir.path().join("cache");
-    fs::create_dir_all(&new_cache)?;
-    let new_replica = dir.path().join("replica");
-    File::create(&new_replica)?.set_len(fs::metadata(&cc.replica)?.len())?;
-    let (staged, infos) = stage(&porep, dir.path(), "new-data", &piece_bytes(77))?;
-    let encoded = encode_into::<Tree>(
-        &config,
-        &new_replica,
-        &new_cache,
-        &cc.replica,
-        &cc.cache_dir,
-        &staged,
-        &infos,
-    )?;
-    let vanilla = generate_partition_proofs::<Tree>(
-        config,
-        cc.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
-        &cc.replica,
-        &cc.cache_dir,
-        &new_replica,
-        &new_cache,
-    )?;
     let partitions = vanilla.len();
 
     let _heavy = heavy();
     let proved = compared(|p| {
-        p.snap_deals_update_v1::<Tree>(
-            &update_porep,
-            vanilla,
-            cc.comm_r,
-            encoded.comm_r_new,
-            encoded.comm_d_new,
-        )
+        p.snap_deals_update_v1::<Tree>(&update_porep, vanilla, cc.comm_r, comm_r_new, comm_d_new)
     })?;
     assert_eq!(proved.proof.len(), 192 * partitions);
     assert!(verify_empty_sector_update_proof::<Tree>(
         &update_porep,
         &proved.proof,
         cc.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
+        comm_r_new,
+        comm_d_new,
     )?);
     Ok(())
 }

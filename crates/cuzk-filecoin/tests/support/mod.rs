@@ -353,3 +353,56 @@ pub fn winning_vanilla(
     )?;
     Ok((sealed, bincode::serialize(&vanilla)?))
 }
+
+/// A SnapDeals update of a freshly sealed 2KiB CC sector with new data: the CC sector, the new
+/// commitments and the vanilla partition proofs (the update's files live in `_dir`).
+pub struct SnapUpdate {
+    pub cc: Sealed,
+    pub comm_r_new: Commitment,
+    pub comm_d_new: Commitment,
+    pub vanilla: Vec<filecoin_proofs::PartitionProof<Tree>>,
+    pub _dir: TempDir,
+}
+
+/// Seals CC sector `sector` (from `seal_seed`), encodes a piece made from `piece_seed` into it
+/// in a temporary folder named from `prefix`, and makes the update's vanilla proofs, with
+/// filecoin-proofs throughout.
+pub fn snap_update(sector: u64, seal_seed: u8, piece_seed: u8, prefix: &str) -> Result<SnapUpdate> {
+    use filecoin_proofs::{encode_into, generate_partition_proofs, SectorUpdateConfig};
+    let porep = porep_config();
+    let cc = seal(&porep, PROVER_ID, sector, seal_seed)?;
+    let update_porep = filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1.as_v1_config();
+    let config = SectorUpdateConfig::from_porep_config(&update_porep);
+    let dir = temp_dir(prefix);
+    let new_cache = dir.path().join("cache");
+    fs::create_dir_all(&new_cache)?;
+    let new_replica = dir.path().join("replica");
+    File::create(&new_replica)?.set_len(fs::metadata(&cc.replica)?.len())?;
+    let (staged, infos) = stage(&porep, dir.path(), "new-data", &piece_bytes(piece_seed))?;
+    let encoded = encode_into::<Tree>(
+        &config,
+        &new_replica,
+        &new_cache,
+        &cc.replica,
+        &cc.cache_dir,
+        &staged,
+        &infos,
+    )?;
+    let vanilla = generate_partition_proofs::<Tree>(
+        config,
+        cc.comm_r,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &cc.replica,
+        &cc.cache_dir,
+        &new_replica,
+        &new_cache,
+    )?;
+    Ok(SnapUpdate {
+        cc,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla,
+        _dir: dir,
+    })
+}
