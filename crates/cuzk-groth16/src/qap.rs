@@ -84,11 +84,11 @@ pub(crate) fn check_csr(m: &Csr, rows: usize, num_vars: usize, name: &'static st
     if m.row_ptr.len() != rows + 1 {
         return Err(mismatch(name, rows + 1, m.row_ptr.len()));
     }
-    if m.vals.len() != m.cols.len() {
+    if m.coeffs.len() != m.cols.len() {
         return Err(mismatch(
             "PCE coefficient count",
             m.cols.len(),
-            m.vals.len(),
+            m.coeffs.len(),
         ));
     }
     if m.row_ptr[0] != 0 {
@@ -114,6 +114,14 @@ pub(crate) fn check_csr(m: &Csr, rows: usize, num_vars: usize, name: &'static st
             "PCE column index bound",
             num_vars,
             col as usize + 1,
+        ));
+    }
+    let table = m.table.len();
+    if let Some(&k) = m.coeffs.par_iter().find_any(|&&k| k as usize >= table) {
+        return Err(mismatch(
+            "PCE coefficient index bound",
+            table,
+            k as usize + 1,
         ));
     }
     Ok(())
@@ -159,9 +167,12 @@ pub(crate) fn column_sums(
                 let (s, e) = (m.row_ptr[row] as usize, m.row_ptr[row + 1] as usize);
                 let w = weights[row];
                 for k in s..e {
-                    // Most coefficients are one: skip the multiplication for them.
-                    let v = m.vals[k];
-                    out[k - offset] = if v == Scalar::ONE { w } else { v * w };
+                    // Most coefficients are ±1: skip the multiplication for them.
+                    out[k - offset] = match m.coeffs[k] {
+                        Csr::ONE_INDEX => w,
+                        Csr::MINUS_ONE_INDEX => -w,
+                        c => m.table[c as usize] * w,
+                    };
                 }
             }
         });
@@ -254,21 +265,25 @@ mod tests {
 
     #[test]
     fn column_sums_transpose_the_matrix() {
-        // Rows: [2·x0 + 3·x2], [], [x1], [5·x2]
-        let m = Csr {
-            row_ptr: vec![0, 2, 2, 3, 4],
-            cols: vec![0, 2, 1, 2],
-            vals: vec![2u64.into(), 3u64.into(), 1u64.into(), 5u64.into()],
-        };
-        check_csr(&m, 4, 4, "A row pointer count").unwrap();
+        // Rows: [2·x0 + 3·x2], [], [x1 − x3], [5·x2]
+        let mut m = Csr::with_capacity(4, 5);
+        m.push_row(&[(0, 2u64.into()), (2, 3u64.into())]);
+        m.push_row(&[]);
+        m.push_row(&[(1, Scalar::ONE), (3, -Scalar::ONE)]);
+        m.push_row(&[(2, 5u64.into())]);
+        check_csr(&m, 4, 5, "A row pointer count").unwrap();
         let w: Vec<Scalar> = [7u64, 11, 13, 17].iter().map(|&x| x.into()).collect();
-        let (sums, present) = column_sums(&m, 4, &w);
+        let (sums, present) = column_sums(&m, 5, &w);
         assert_eq!(sums[0], Scalar::from(14u64));
         assert_eq!(sums[1], Scalar::from(13u64));
         assert_eq!(sums[2], Scalar::from(3 * 7 + 5 * 17u64));
-        assert_eq!(sums[3], Scalar::ZERO);
-        assert_eq!(present, vec![true, true, true, false]);
-        assert!(check_csr(&m, 4, 2, "A").is_err());
-        assert!(check_csr(&m, 3, 4, "A").is_err());
+        assert_eq!(sums[3], -Scalar::from(13u64));
+        assert_eq!(sums[4], Scalar::ZERO);
+        assert_eq!(present, vec![true, true, true, true, false]);
+        assert!(check_csr(&m, 4, 3, "A").is_err());
+        assert!(check_csr(&m, 3, 5, "A").is_err());
+        let mut bad = m.clone();
+        bad.coeffs[0] = bad.table.len() as u32;
+        assert!(check_csr(&bad, 4, 5, "A").is_err());
     }
 }

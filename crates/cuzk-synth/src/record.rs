@@ -1,6 +1,7 @@
 //! The recording constraint system: builds the CSR matrices of a PCE without evaluating
 //! any assignment.
 
+use crate::pce::Interner;
 use crate::{Csr, Pce, SynthError};
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_field::Scalar;
@@ -11,12 +12,15 @@ use rayon::prelude::*;
 /// after aux variables), so aux columns are tagged and renumbered once synthesis is done.
 const AUX_TAG: u32 = 1 << 31;
 
-/// One matrix under construction; columns are tagged (see [`AUX_TAG`]).
+/// One matrix under construction, as a [`Csr`]: coefficients are indices into `table`;
+/// columns are tagged (see [`AUX_TAG`]).
 #[derive(Clone, Debug)]
 struct Builder {
     row_ptr: Vec<u64>,
     cols: Vec<u32>,
-    vals: Vec<Scalar>,
+    coeffs: Vec<u32>,
+    table: Vec<Scalar>,
+    interner: Interner,
 }
 
 impl Builder {
@@ -24,8 +28,18 @@ impl Builder {
         Builder {
             row_ptr: vec![0],
             cols: Vec::new(),
-            vals: Vec::new(),
+            coeffs: Vec::new(),
+            table: vec![Scalar::ONE, -Scalar::ONE],
+            interner: Interner::default(),
         }
+    }
+
+    /// Appends one entry.
+    #[inline]
+    fn push(&mut self, col: u32, coeff: &Scalar) {
+        self.cols.push(col);
+        let k = self.interner.intern(&mut self.table, coeff);
+        self.coeffs.push(k);
     }
 
     /// Appends `lc` as one row, dropping zero coefficients. Errors with the first
@@ -46,8 +60,7 @@ impl Builder {
                 missing.get_or_insert_with(|| format!("input {i}"));
                 continue;
             }
-            self.cols.push(i as u32);
-            self.vals.push(*coeff);
+            self.push(i as u32, coeff);
         }
         for (&j, coeff) in lc.iter_aux() {
             if *coeff == Scalar::ZERO {
@@ -57,8 +70,7 @@ impl Builder {
                 missing.get_or_insert_with(|| format!("aux {j}"));
                 continue;
             }
-            self.cols.push(AUX_TAG | j as u32);
-            self.vals.push(*coeff);
+            self.push(AUX_TAG | j as u32, coeff);
         }
         // bellpepper's indexer keeps terms sorted and merged; if a linear combination ever
         // arrives otherwise, merge it here so that each column appears once per row.
@@ -71,22 +83,24 @@ impl Builder {
 
     /// Sorts the entries `start..` by column, sums duplicates and drops the zero sums.
     fn merge_row(&mut self, start: usize) {
+        let table = &self.table;
         let mut row: Vec<(u32, Scalar)> = self
             .cols
             .drain(start..)
-            .zip(self.vals.drain(start..))
+            .zip(self.coeffs.drain(start..))
+            .map(|(col, k)| (col, table[k as usize]))
             .collect();
         row.sort_by_key(|&(col, _)| col);
+        let mut merged: Vec<(u32, Scalar)> = Vec::with_capacity(row.len());
         for (col, val) in row {
-            if self.cols.len() > start && *self.cols.last().unwrap() == col {
-                *self.vals.last_mut().unwrap() += val;
-                if *self.vals.last().unwrap() == Scalar::ZERO {
-                    self.cols.pop();
-                    self.vals.pop();
-                }
-            } else {
-                self.cols.push(col);
-                self.vals.push(val);
+            match merged.last_mut() {
+                Some((last, sum)) if *last == col => *sum += val,
+                _ => merged.push((col, val)),
+            }
+        }
+        for (col, sum) in merged {
+            if sum != Scalar::ZERO {
+                self.push(col, &sum);
             }
         }
     }
@@ -101,7 +115,13 @@ impl Builder {
             c if c & AUX_TAG != 0 => AUX_TAG | aux_base.wrapping_add(c & !AUX_TAG),
             c => input_base.wrapping_add(c - 1),
         }));
-        self.vals.extend_from_slice(&other.vals);
+        let remap: Vec<u32> = other
+            .table
+            .iter()
+            .map(|v| self.interner.intern(&mut self.table, v))
+            .collect();
+        self.coeffs
+            .extend(other.coeffs.iter().map(|&k| remap[k as usize]));
     }
 
     /// Untags the columns: inputs keep their index, aux `j` becomes `num_inputs + j`.
@@ -111,11 +131,7 @@ impl Builder {
                 *col = num_inputs + (*col & !AUX_TAG);
             }
         });
-        Csr {
-            row_ptr: self.row_ptr,
-            cols: self.cols,
-            vals: self.vals,
-        }
+        Csr::from_parts(self.row_ptr, self.cols, self.coeffs, self.table)
     }
 }
 
@@ -167,7 +183,7 @@ impl RecordingCs {
         let num_constraints = self.num_constraints();
         for i in 0..num_inputs {
             self.a.cols.push(i as u32);
-            self.a.vals.push(Scalar::ONE);
+            self.a.coeffs.push(Csr::ONE_INDEX);
             self.a.row_ptr.push(self.a.cols.len() as u64);
             self.b.row_ptr.push(self.b.cols.len() as u64);
             self.c.row_ptr.push(self.c.cols.len() as u64);
@@ -285,10 +301,13 @@ mod tests {
     fn merge_row_sums_duplicates_and_drops_zeros() {
         let mut m = Builder::new();
         let two = Scalar::from(2);
-        m.cols = vec![5, 3, 5, 3, 7];
-        m.vals = vec![Scalar::ONE, two, -Scalar::ONE, Scalar::ONE, two];
+        let one = Scalar::ONE;
+        for (col, val) in [(5, one), (3, two), (5, -one), (3, one), (7, two)] {
+            m.push(col, &val);
+        }
         m.merge_row(0);
         assert_eq!(m.cols, vec![3, 7]);
-        assert_eq!(m.vals, vec![Scalar::from(3), two]);
+        let vals: Vec<Scalar> = m.coeffs.iter().map(|&k| m.table[k as usize]).collect();
+        assert_eq!(vals, vec![Scalar::from(3), two]);
     }
 }

@@ -1,13 +1,15 @@
 //! PCE files: round trips, and every kind of damage reported as its own error.
 
-use cuzk_field::Scalar;
+use cuzk_field::{Field, FrRepr, Scalar};
 use cuzk_synth::testing::RandomCircuit;
 use cuzk_synth::{Pce, SynthError, MAX_KEY_LEN, PCE_FORMAT_VERSION};
 use proptest::prelude::*;
 
 const KEY: &str = "random-circuit-seed-3";
-/// Offset of the circuit key: magic, version, key length, six counts, header CRC.
-const KEY_AT: usize = 8 + 4 + 4 + 6 * 8 + 4;
+/// Length of the fixed header: magic, version, key length, nine counts.
+const FIXED: usize = 8 + 4 + 4 + 9 * 8;
+/// Offset of the circuit key: the fixed header and its CRC.
+const KEY_AT: usize = FIXED + 4;
 
 fn sample() -> Pce {
     Pce::record(RandomCircuit::new(3, 150)).unwrap()
@@ -22,8 +24,8 @@ fn bytes(pce: &Pce, key: &str) -> Vec<u8> {
 /// Recomputes both stored checksums after a deliberate edit, so only the content is wrong.
 fn reseal(data: &mut [u8]) {
     let key_len = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
-    let crc = crc32fast::hash(&data[..64]);
-    data[64..68].copy_from_slice(&crc.to_le_bytes());
+    let crc = crc32fast::hash(&data[..FIXED]);
+    data[FIXED..KEY_AT].copy_from_slice(&crc.to_le_bytes());
     let header_end = KEY_AT + key_len;
     let crc = crc32fast::hash(&data[..header_end]);
     data[header_end..header_end + 4].copy_from_slice(&crc.to_le_bytes());
@@ -96,13 +98,157 @@ fn sealed_but_inconsistent_content_is_corrupt() {
     // A coefficient at or above the modulus, with valid checksums.
     let pce = sample();
     let mut data = bytes(&pce, KEY);
-    let c_vals_end = data.len() - 4;
-    data[c_vals_end - 32..c_vals_end].fill(0xff);
+    let c_table_end = data.len() - 4;
+    data[c_table_end - 32..c_table_end].fill(0xff);
     reseal(&mut data);
     match Pce::read_from(&data[..], None) {
-        Err(SynthError::Corrupt { what }) => assert!(what.contains("C values"), "{what}"),
+        Err(SynthError::Corrupt { what }) => {
+            assert!(what.contains("C coefficient table"), "{what}")
+        }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+#[test]
+fn bad_coefficient_index_is_corrupt() {
+    let mut pce = sample();
+    let past_end = pce.b.table.len() as u32;
+    pce.b.coeffs[0] = past_end;
+    let data = bytes(&pce, KEY);
+    match Pce::read_from(&data[..], None) {
+        Err(SynthError::Corrupt { what }) => assert!(
+            what.starts_with("matrix B") && what.contains(&format!("coefficient index {past_end}")),
+            "{what}"
+        ),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn coefficient_table_must_start_with_one_and_minus_one() {
+    let mut pce = sample();
+    pce.a.table.swap(0, 1);
+    let data = bytes(&pce, KEY);
+    match Pce::read_from(&data[..], None) {
+        Err(SynthError::Corrupt { what }) => {
+            assert!(
+                what.starts_with("matrix A") && what.contains("not ONE"),
+                "{what}"
+            )
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+
+    let mut pce = sample();
+    pce.c.table.push(Scalar::ZERO);
+    let data = bytes(&pce, KEY);
+    match Pce::read_from(&data[..], None) {
+        Err(SynthError::Corrupt { what }) => {
+            assert!(
+                what.starts_with("matrix C") && what.contains("zero"),
+                "{what}"
+            )
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn oversized_coefficient_table_is_refused_before_allocating() {
+    let pce = sample();
+    let mut data = bytes(&pce, KEY);
+    // B's table length, sealed: far more values than B has entries.
+    data[72..80].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    reseal(&mut data);
+    match Pce::read_from(&data[..], None) {
+        Err(SynthError::Corrupt { what }) => {
+            assert!(
+                what.starts_with("matrix B") && what.contains("table"),
+                "{what}"
+            )
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn unused_coefficients_are_left_out_of_the_file() {
+    // No entries in B or C: their tables may hold only ONE and -ONE in a file.
+    let mut pce = Pce::record(RandomCircuit::new(0, 0)).unwrap();
+    pce.b
+        .table
+        .extend([Scalar::from(2), Scalar::from(3), Scalar::from(5)]);
+    let loaded = Pce::read_from(&bytes(&pce, KEY)[..], None).unwrap();
+    assert_eq!(loaded.b.table, [Scalar::ONE, -Scalar::ONE]);
+    assert_eq!(loaded, pce);
+
+    // Unused values among used ones: indices are renumbered, coefficients kept.
+    let mut pce = sample();
+    let extra: Vec<Scalar> = (0..pce.a.nnz() as u64 + 3)
+        .map(|k| Scalar::from(1000 + k))
+        .collect();
+    let used = pce.a.table.split_off(2);
+    pce.a.table.extend(extra);
+    let shift = pce.a.table.len() as u32 - 2;
+    pce.a.table.extend(used);
+    for k in &mut pce.a.coeffs {
+        if *k >= 2 {
+            *k += shift;
+        }
+    }
+    pce.validate().unwrap();
+    let loaded = Pce::read_from(&bytes(&pce, KEY)[..], None).unwrap();
+    assert!(loaded.a.table.len() <= loaded.a.nnz() + 2);
+    assert_eq!(loaded, pce);
+}
+
+/// A version-1 file (a 64-byte header; a scalar per entry) of the empty circuit.
+fn version_1_file() -> Vec<u8> {
+    let mut data = Vec::new();
+    data.extend_from_slice(b"CUZKPCE\0");
+    data.extend_from_slice(&1u32.to_le_bytes());
+    data.extend_from_slice(&0u32.to_le_bytes());
+    for n in [1u64, 0, 0, 1, 0, 0] {
+        data.extend_from_slice(&n.to_le_bytes());
+    }
+    let crc = crc32fast::hash(&data);
+    data.extend_from_slice(&crc.to_le_bytes());
+    let crc = crc32fast::hash(&data);
+    data.extend_from_slice(&crc.to_le_bytes());
+    for p in [0u64, 1] {
+        data.extend_from_slice(&p.to_le_bytes());
+    }
+    data.extend_from_slice(&0u32.to_le_bytes());
+    for limb in FrRepr::from(Scalar::ONE).limbs {
+        data.extend_from_slice(&limb.to_le_bytes());
+    }
+    for _ in 0..4 {
+        data.extend_from_slice(&0u64.to_le_bytes());
+    }
+    let crc = crc32fast::hash(&data);
+    data.extend_from_slice(&crc.to_le_bytes());
+    data
+}
+
+#[test]
+fn version_1_file_is_unsupported() {
+    let data = version_1_file();
+    let unsupported = |r: Result<Pce, SynthError>| {
+        matches!(
+            r,
+            Err(SynthError::UnsupportedVersion {
+                found: 1,
+                supported: PCE_FORMAT_VERSION
+            })
+        )
+    };
+    assert!(unsupported(Pce::read_from(&data[..], None)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.pce");
+    std::fs::write(&path, &data).unwrap();
+    assert!(unsupported(Pce::load(&path, None)));
+    // Whatever the rest, and however short.
+    assert!(unsupported(Pce::read_from(&data[..12], None)));
 }
 
 #[test]

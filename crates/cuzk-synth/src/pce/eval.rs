@@ -30,21 +30,25 @@ impl Columns<'_> {
 
 /// Row `r` of `m·w`.
 #[inline]
-fn product_row(m: &Csr, w: &Columns<'_>, r: usize, minus_one: &Scalar) -> Scalar {
+fn product_row(m: &Csr, w: &Columns<'_>, r: usize) -> Scalar {
     let (start, end) = (m.row_ptr[r] as usize, m.row_ptr[r + 1] as usize);
     let mut acc = Scalar::ZERO;
-    for (&col, coeff) in m.cols[start..end].iter().zip(&m.vals[start..end]) {
+    for (&col, &k) in m.cols[start..end].iter().zip(&m.coeffs[start..end]) {
         let x = w.get(col);
         // A field multiplication costs several times the comparisons that avoid it: real
-        // circuits' coefficients are mostly ±1, and their values mostly bits.
-        if *coeff == Scalar::ONE {
-            acc += x;
-        } else if coeff == minus_one {
-            acc -= x;
-        } else if *x == Scalar::ONE {
-            acc += coeff;
-        } else if *x != Scalar::ZERO {
-            acc += *x * coeff;
+        // circuits' coefficients are mostly ±1 (table indices 0 and 1), and their values
+        // mostly bits.
+        match k {
+            Csr::ONE_INDEX => acc += x,
+            Csr::MINUS_ONE_INDEX => acc -= x,
+            k => {
+                let coeff = &m.table[k as usize];
+                if *x == Scalar::ONE {
+                    acc += coeff;
+                } else if *x != Scalar::ZERO {
+                    acc += *x * coeff;
+                }
+            }
         }
     }
     acc
@@ -73,7 +77,6 @@ impl Pce {
             inputs: &w.inputs,
             aux: &w.aux,
         };
-        let minus_one = -Scalar::ONE;
         let rows = self.num_rows();
         // Collecting writes each entry once, where filling a zeroed vector writes it twice.
         let product = |m: &Csr| {
@@ -81,7 +84,7 @@ impl Pce {
             (0..rows)
                 .into_par_iter()
                 .with_min_len(MIN_ROWS_PER_TASK)
-                .map(|r| product_row(m, &cols, r, &minus_one))
+                .map(|r| product_row(m, &cols, r))
                 .collect_into_vec(&mut out);
             out
         };
@@ -107,12 +110,11 @@ impl Pce {
             inputs: &w.inputs,
             aux: &w.aux,
         };
-        let minus_one = -Scalar::ONE;
         for (m, out) in [(&self.a, a), (&self.b, b), (&self.c, c)] {
             out.par_iter_mut()
                 .with_min_len(MIN_ROWS_PER_TASK)
                 .enumerate()
-                .for_each(|(r, o)| *o = product_row(m, &cols, r, &minus_one));
+                .for_each(|(r, o)| *o = product_row(m, &cols, r));
         }
         Ok(())
     }
@@ -143,7 +145,6 @@ impl Pce {
             inputs: &w.inputs,
             aux: &w.aux,
         };
-        let minus_one = -Scalar::ONE;
         let first_failing = AtomicUsize::new(usize::MAX);
         let (a_rows, a_pad) = a.split_at_mut(rows);
         let (b_rows, b_pad) = b.split_at_mut(rows);
@@ -155,9 +156,9 @@ impl Pce {
             .with_min_len(MIN_ROWS_PER_TASK)
             .enumerate()
             .for_each(|(r, ((ao, bo), co))| {
-                let x = product_row(&self.a, &cols, r, &minus_one);
-                let y = product_row(&self.b, &cols, r, &minus_one);
-                let z = product_row(&self.c, &cols, r, &minus_one);
+                let x = product_row(&self.a, &cols, r);
+                let y = product_row(&self.b, &cols, r);
+                let z = product_row(&self.c, &cols, r);
                 if !satisfied(&x, &y, &z) {
                     first_failing.fetch_min(r, Ordering::Relaxed);
                 }
@@ -207,8 +208,128 @@ impl Pce {
 #[cfg(test)]
 mod tests {
     use super::satisfied;
-    use cuzk_field::Scalar;
+    use crate::{Csr, Pce, SynthError, Witness};
+    use cuzk_field::{FrRepr, Scalar};
     use ff::Field;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Dense `rows × vars` matrices of coefficients drawn from `pool` (or zero), as a PCE
+    /// whose last `inputs` rows are the input-consistency rows.
+    fn dense_pce(
+        rng: &mut ChaCha8Rng,
+        pool: &[Scalar],
+        constraints: usize,
+        inputs: usize,
+        aux: usize,
+    ) -> (Pce, [Vec<Vec<Scalar>>; 3]) {
+        let vars = inputs + aux;
+        let mut dense = [(); 3].map(|_| {
+            let mut rows: Vec<Vec<Scalar>> = (0..constraints)
+                .map(|_| {
+                    (0..vars)
+                        .map(|_| match rng.gen_range(0..3) {
+                            0 => pool[rng.gen_range(0..pool.len())],
+                            _ => Scalar::ZERO,
+                        })
+                        .collect()
+                })
+                .collect();
+            rows.extend((0..inputs).map(|_| vec![Scalar::ZERO; vars]));
+            rows
+        });
+        for i in 0..inputs {
+            dense[0][constraints + i][i] = Scalar::ONE;
+        }
+        let to_csr = |m: &Vec<Vec<Scalar>>| {
+            let mut csr = Csr::with_capacity(m.len(), 0);
+            for row in m {
+                let entries: Vec<(u32, Scalar)> = (0..vars as u32)
+                    .zip(row.iter().copied())
+                    .filter(|(_, v)| *v != Scalar::ZERO)
+                    .collect();
+                csr.push_row(&entries);
+            }
+            csr
+        };
+        let pce = Pce {
+            num_inputs: inputs,
+            num_aux: aux,
+            num_constraints: constraints,
+            a: to_csr(&dense[0]),
+            b: to_csr(&dense[1]),
+            c: to_csr(&dense[2]),
+        };
+        (pce, dense)
+    }
+
+    #[test]
+    fn many_distinct_coefficients_evaluate_as_the_dense_product() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut pool = vec![
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::from(2),
+            Scalar::from(1 << 20),
+            -Scalar::from(3),
+        ];
+        pool.extend((0..60).map(|_| Scalar::random(&mut rng)));
+        let (inputs, aux, constraints) = (3, 17, 3000);
+        let (pce, dense) = dense_pce(&mut rng, &pool, constraints, inputs, aux);
+        pce.validate().unwrap();
+        assert!(pce.a.table.len() > 40, "{} distinct", pce.a.table.len());
+        assert_eq!(pce.a.table[..2], [Scalar::ONE, -Scalar::ONE]);
+
+        // Values: mostly 0, 1 and -1 (the evaluator's shortcuts), some random.
+        let mut value = || match rng.gen_range(0..4) {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            2 => -Scalar::ONE,
+            _ => Scalar::random(&mut rng),
+        };
+        let mut w = Witness {
+            inputs: (0..inputs).map(|_| value()).collect(),
+            aux: (0..aux).map(|_| value()).collect(),
+        };
+        w.inputs[0] = Scalar::ONE;
+        let all: Vec<Scalar> = w.inputs.iter().chain(&w.aux).copied().collect();
+        let naive = dense.map(|m| {
+            m.iter()
+                .map(|row| row.iter().zip(&all).map(|(c, x)| *c * x).sum::<Scalar>())
+                .collect::<Vec<Scalar>>()
+        });
+
+        let eval = pce.evaluate(&w).unwrap();
+        assert_eq!(
+            [&eval.a, &eval.b, &eval.c],
+            [&naive[0], &naive[1], &naive[2]]
+        );
+
+        let rows = pce.num_rows();
+        let mut into = [(); 3].map(|_| vec![Scalar::ZERO; rows]);
+        let [a, b, c] = &mut into;
+        pce.evaluate_into(&w, a, b, c).unwrap();
+        assert_eq!(into, naive);
+
+        let mut reprs = [(); 3].map(|_| vec![FrRepr { limbs: [7; 4] }; rows + 5]);
+        let [a, b, c] = &mut reprs;
+        let checked = pce.evaluate_checked_into(&w, a, b, c);
+        for (got, want) in reprs.iter().zip(&naive) {
+            let want: Vec<FrRepr> = want.iter().map(|&s| FrRepr::from(s)).collect();
+            assert_eq!(got[..rows], want[..]);
+            assert!(got[rows..].iter().all(|r| *r == FrRepr::default()));
+        }
+        let first_failing = (0..rows).find(|&r| naive[0][r] * naive[1][r] != naive[2][r]);
+        let first_failing = first_failing.expect("a random witness fails some row");
+        assert!(matches!(
+            checked,
+            Err(SynthError::Unsatisfied { index, .. }) if index == first_failing
+        ));
+        assert!(matches!(
+            pce.check(&w, &eval),
+            Err(SynthError::Unsatisfied { index, .. }) if index == first_failing
+        ));
+    }
 
     #[test]
     fn the_shortcut_check_agrees_with_the_product() {

@@ -9,15 +9,22 @@
 //! | 4              | circuit key length in bytes (`u32`, at most [`MAX_KEY_LEN`])   |
 //! | 3 × 8          | `num_inputs`, `num_aux`, `num_constraints` (`u64`)             |
 //! | 3 × 8          | entries of A, B, C (`u64`)                                     |
-//! | 4              | CRC32 of the 64 bytes above                                    |
+//! | 3 × 8          | coefficient table lengths of A, B, C (`u64`, each at most entries + 2) |
+//! | 4              | CRC32 of the 88 bytes above                                    |
 //! | key length     | circuit key, UTF-8                                             |
 //! | 4              | CRC32 of everything above                                      |
-//! | per A, B, C    | row pointers (`rows + 1` × `u64`), columns (`u32`), values (4 × `u64` Montgomery limbs) |
+//! | per A, B, C    | row pointers (`rows + 1` × `u64`), columns (`u32`), coefficient indices (`u32`), coefficient table (4 × `u64` Montgomery limbs each) |
 //! | 4              | CRC32 of everything above                                      |
 //!
-//! The fixed header has its own checksum so that sizes are trusted before anything is
-//! allocated from them; the body is validated only after the final checksum matched, so a
-//! damaged byte reports as a checksum mismatch rather than as whatever it broke.
+//! An entry's coefficient is an index into its matrix's table of distinct values (see
+//! [`Csr`]). Every size, the tables' included, is in the fixed header, which has its own
+//! checksum so that sizes are trusted before anything is allocated from them; the body is
+//! validated only after the final checksum matched, so a damaged byte reports as a checksum
+//! mismatch rather than as whatever it broke. The version is read before the rest of the
+//! header, so a file of another version, however short, reports as such.
+//!
+//! Version 1 stored each entry's coefficient as a scalar; it is not read (callers record
+//! the circuit again on any load error).
 
 use super::crc_io::{u32_at, u64_at, CrcRead, CrcWrite};
 use super::{Csr, Pce};
@@ -31,18 +38,33 @@ use std::path::{Path, PathBuf};
 /// First eight bytes of every PCE file.
 pub const PCE_MAGIC: [u8; 8] = *b"CUZKPCE\0";
 /// The format version this build reads and writes.
-pub const PCE_FORMAT_VERSION: u32 = 1;
+pub const PCE_FORMAT_VERSION: u32 = 2;
 /// Longest circuit key accepted, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
 
-const FIXED_HEADER_LEN: usize = 64;
+const FIXED_HEADER_LEN: usize = 88;
 const FR_BYTES: usize = 32;
 const IO_BUF: usize = 1 << 20;
 
-const SECTIONS: [[&str; 3]; 3] = [
-    ["A row pointers", "A columns", "A values"],
-    ["B row pointers", "B columns", "B values"],
-    ["C row pointers", "C columns", "C values"],
+const SECTIONS: [[&str; 4]; 3] = [
+    [
+        "A row pointers",
+        "A columns",
+        "A coefficient indices",
+        "A coefficient table",
+    ],
+    [
+        "B row pointers",
+        "B columns",
+        "B coefficient indices",
+        "B coefficient table",
+    ],
+    [
+        "C row pointers",
+        "C columns",
+        "C coefficient indices",
+        "C coefficient table",
+    ],
 ];
 
 fn encode_scalar(s: &Scalar, out: &mut [u8]) {
@@ -64,12 +86,13 @@ fn on_path(path: &Path) -> impl Fn(SynthError) -> SynthError + '_ {
 }
 
 /// Total size in bytes of a file with this header.
-fn file_len(key_len: usize, rows: usize, nnz: [usize; 3]) -> Option<u64> {
-    let mut total = (FIXED_HEADER_LEN + 4 + key_len + 4 + 4) as u64;
-    for n in nnz {
-        let matrix = (rows as u64 + 1)
+fn file_len(h: &Header) -> Option<u64> {
+    let mut total = (FIXED_HEADER_LEN + 4 + h.key_len + 4 + 4) as u64;
+    for (n, t) in h.nnz.into_iter().zip(h.tables) {
+        let matrix = (h.rows() as u64 + 1)
             .checked_mul(8)?
-            .checked_add((n as u64).checked_mul(4 + FR_BYTES as u64)?)?;
+            .checked_add((n as u64).checked_mul(4 + 4)?)?
+            .checked_add((t as u64).checked_mul(FR_BYTES as u64)?)?;
         total = total.checked_add(matrix)?;
     }
     Some(total)
@@ -119,18 +142,33 @@ impl Pce {
         }
         // Only what the layout itself depends on is checked here; `load` validates the rest.
         let rows = self.num_rows();
-        for (name, m) in [("A", &self.a), ("B", &self.b), ("C", &self.c)] {
-            if m.row_ptr.len() != rows + 1 || m.cols.len() != m.vals.len() {
+        let matrices = [&self.a, &self.b, &self.c];
+        for (name, m) in ["A", "B", "C"].into_iter().zip(matrices) {
+            if m.row_ptr.len() != rows + 1 || m.cols.len() != m.coeffs.len() {
                 return Err(SynthError::Corrupt {
                     what: format!(
-                        "matrix {name}: {} row pointers for {rows} rows, {} columns, {} values",
+                        "matrix {name}: {} row pointers for {rows} rows, {} columns, {} \
+                         coefficient indices",
                         m.row_ptr.len(),
                         m.cols.len(),
-                        m.vals.len()
+                        m.coeffs.len()
                     ),
                 });
             }
         }
+        // A table longer than the entries allow (values left unused by edits or merged
+        // rows) is written without its unused values, as a reader only accepts tables of
+        // at most entries + 2 values.
+        let compacted = matrices.map(|m| {
+            (m.table.len() > m.nnz() + 2)
+                .then(|| m.compacted_table())
+                .flatten()
+        });
+        let tables: [&[Scalar]; 3] = std::array::from_fn(|i| {
+            compacted[i]
+                .as_ref()
+                .map_or(&matrices[i].table[..], |(_, t)| &t[..])
+        });
         let mut w = CrcWrite::new(w);
         let mut header = Vec::with_capacity(FIXED_HEADER_LEN);
         header.extend_from_slice(&PCE_MAGIC);
@@ -143,6 +181,9 @@ impl Pce {
             self.a.nnz(),
             self.b.nnz(),
             self.c.nnz(),
+            tables[0].len(),
+            tables[1].len(),
+            tables[2].len(),
         ] {
             header.extend_from_slice(&(n as u64).to_le_bytes());
         }
@@ -150,12 +191,21 @@ impl Pce {
         w.put_crc()?;
         w.put(key.as_bytes())?;
         w.put_crc()?;
-        for m in [&self.a, &self.b, &self.c] {
+        for ((m, compacted), table) in matrices.into_iter().zip(&compacted).zip(tables) {
             w.put_array(&m.row_ptr, 8, |p, out| {
                 out.copy_from_slice(&p.to_le_bytes())
             })?;
             w.put_array(&m.cols, 4, |c, out| out.copy_from_slice(&c.to_le_bytes()))?;
-            w.put_array(&m.vals, FR_BYTES, encode_scalar)?;
+            match compacted {
+                None => {
+                    w.put_array(&m.coeffs, 4, |k, out| out.copy_from_slice(&k.to_le_bytes()))?
+                }
+                Some((remap, _)) => w.put_array(&m.coeffs, 4, |&k, out| {
+                    let k = remap.get(k as usize).copied().unwrap_or(u32::MAX);
+                    out.copy_from_slice(&k.to_le_bytes())
+                })?,
+            }
+            w.put_array(table, FR_BYTES, encode_scalar)?;
         }
         w.put_crc()
     }
@@ -187,6 +237,8 @@ struct Header {
     num_aux: usize,
     num_constraints: usize,
     nnz: [usize; 3],
+    /// Coefficient table lengths.
+    tables: [usize; 3],
 }
 
 impl Header {
@@ -203,7 +255,7 @@ fn read<R: Read>(
 ) -> Result<Pce, SynthError> {
     let mut r = CrcRead::new(r);
     let h = read_header(&mut r, expected_key)?;
-    let expected_len = file_len(h.key_len, h.rows(), h.nnz);
+    let expected_len = file_len(&h);
     // Sizes are only allocated up front when the data is known to be that long.
     let reserve = matches!((total_len, expected_len), (Some(t), Some(e)) if t >= e);
 
@@ -213,20 +265,17 @@ fn read<R: Read>(
     for (m, sections) in SECTIONS.iter().enumerate() {
         let row_ptr = r.take_array(h.rows() + 1, 8, sections[0], reserve, |b| u64_at(b, 0))?;
         let cols = r.take_array(h.nnz[m], 4, sections[1], reserve, |b| u32_at(b, 0))?;
+        let coeffs = r.take_array(h.nnz[m], 4, sections[2], reserve, |b| u32_at(b, 0))?;
         let mut k = 0usize;
-        let vals = r.take_array(h.nnz[m], FR_BYTES, sections[2], reserve, |b| {
+        let table = r.take_array(h.tables[m], FR_BYTES, sections[3], reserve, |b| {
             let limbs = [u64_at(b, 0), u64_at(b, 8), u64_at(b, 16), u64_at(b, 24)];
             k += 1;
             Scalar::try_from(FrRepr { limbs }).unwrap_or_else(|e| {
-                first_bad.get_or_insert_with(|| format!("{} entry {}: {e}", sections[2], k - 1));
+                first_bad.get_or_insert_with(|| format!("{} entry {}: {e}", sections[3], k - 1));
                 Scalar::ZERO
             })
         })?;
-        matrices.push(Csr {
-            row_ptr,
-            cols,
-            vals,
-        });
+        matrices.push(Csr::from_parts(row_ptr, cols, coeffs, table));
     }
     r.expect_crc("file")?;
 
@@ -265,7 +314,7 @@ fn read_header<R: Read>(
             found: h[..8].try_into().expect("8 bytes"),
         });
     }
-    r.take(&mut h[8..], "header")?;
+    r.take(&mut h[8..12], "header")?;
     let version = u32_at(&h, 8);
     if version != PCE_FORMAT_VERSION {
         return Err(SynthError::UnsupportedVersion {
@@ -273,6 +322,7 @@ fn read_header<R: Read>(
             supported: PCE_FORMAT_VERSION,
         });
     }
+    r.take(&mut h[12..], "header")?;
     r.expect_crc("header")?;
 
     let too_big = |what: &str, n: u64| SynthError::Corrupt {
@@ -291,7 +341,23 @@ fn read_header<R: Read>(
             count(48, "B entry count")?,
             count(56, "C entry count")?,
         ],
+        tables: [
+            count(64, "A coefficient table length")?,
+            count(72, "B coefficient table length")?,
+            count(80, "C coefficient table length")?,
+        ],
     };
+    for (name, (n, t)) in ["A", "B", "C"]
+        .into_iter()
+        .zip(header.nnz.into_iter().zip(header.tables))
+    {
+        // Each value but ONE and -ONE is some entry's: a longer table is not allocated.
+        if t > n.saturating_add(2) {
+            return Err(SynthError::Corrupt {
+                what: format!("matrix {name}: coefficient table of {t} values for {n} entries"),
+            });
+        }
+    }
     if header
         .num_constraints
         .checked_add(header.num_inputs)

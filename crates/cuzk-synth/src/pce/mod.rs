@@ -10,21 +10,45 @@ pub use file::{MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 use crate::record::RecordingCs;
 use crate::{Bitmap, Density, SynthError, Witness, WitnessCs};
 use bellpepper_core::Circuit;
-use cuzk_field::Scalar;
+use cuzk_field::{FrRepr, Scalar};
 use ff::Field;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 /// One sparse matrix in compressed sparse row form.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// An entry is its column and a `u32` index into `table`, the matrix's distinct nonzero
+/// coefficients: real circuits have few (mostly ±1, powers of two, some constants), so an
+/// entry takes 8 bytes rather than 36 (28 less: at 2^27 rows of a few entries each,
+/// gigabytes less to hold and to read per witness), and evaluation branches on an integer
+/// instead of comparing 32-byte scalars. Index 0 is always ONE and index 1 always −ONE
+/// ([`Csr::ONE_INDEX`], [`Csr::MINUS_ONE_INDEX`]), present even when unused, so that the
+/// commonest coefficients are an addition or a subtraction without a table read.
+///
+/// The table may hold values no entry uses; two matrices are equal when they have the same
+/// rows, columns and coefficient of each entry, however their tables order the values. A
+/// default matrix is empty, without even its first row pointer: [`Csr::push_row`] adds
+/// that and the table's ONE and −ONE.
+#[derive(Clone, Default)]
 pub struct Csr {
     /// `row_ptr[i]..row_ptr[i+1]` indexes row i's entries; length rows + 1.
     pub row_ptr: Vec<u64>,
     /// Column (variable) of each entry: inputs first, then aux.
     pub cols: Vec<u32>,
-    /// Coefficient of each entry (never zero).
-    pub vals: Vec<Scalar>,
+    /// Coefficient of each entry, as an index into `table`.
+    pub coeffs: Vec<u32>,
+    /// The distinct coefficients: ONE, −ONE, then the others (never zero).
+    pub table: Vec<Scalar>,
+    /// Where each value sits in `table`, for [`Csr::push_row`].
+    interner: Interner,
 }
 
 impl Csr {
+    /// Table index of ONE.
+    pub const ONE_INDEX: u32 = 0;
+    /// Table index of −ONE.
+    pub const MINUS_ONE_INDEX: u32 = 1;
+
     /// Number of rows.
     pub fn num_rows(&self) -> usize {
         self.row_ptr.len().saturating_sub(1)
@@ -42,17 +66,79 @@ impl Csr {
         Csr {
             row_ptr,
             cols: Vec::with_capacity(entries),
-            vals: Vec::with_capacity(entries),
+            coeffs: Vec::with_capacity(entries),
+            table: vec![Scalar::ONE, -Scalar::ONE],
+            interner: Interner::default(),
         }
     }
 
-    /// Appends a row of (column, coefficient) entries.
+    /// A matrix of these parts, unchecked ([`Pce::validate`] checks them).
+    pub fn from_parts(
+        row_ptr: Vec<u64>,
+        cols: Vec<u32>,
+        coeffs: Vec<u32>,
+        table: Vec<Scalar>,
+    ) -> Csr {
+        Csr {
+            row_ptr,
+            cols,
+            coeffs,
+            table,
+            interner: Interner::default(),
+        }
+    }
+
+    /// Appends a row of (column, coefficient) entries, adding new coefficients to the table.
     pub fn push_row(&mut self, entries: &[(u32, Scalar)]) {
-        for &(col, val) in entries {
-            self.cols.push(col);
-            self.vals.push(val);
+        if self.row_ptr.is_empty() {
+            self.row_ptr.push(0);
+        }
+        for (col, val) in entries {
+            self.cols.push(*col);
+            let k = self.interner.intern(&mut self.table, val);
+            self.coeffs.push(k);
         }
         self.row_ptr.push(self.cols.len() as u64);
+    }
+
+    /// The coefficient of entry `k`.
+    #[inline]
+    pub fn coeff(&self, k: usize) -> &Scalar {
+        &self.table[self.coeffs[k] as usize]
+    }
+
+    /// Row `r`'s entries as (column, coefficient).
+    pub fn row(&self, r: usize) -> impl ExactSizeIterator<Item = (u32, &Scalar)> + '_ {
+        let entries = self.row_ptr[r] as usize..self.row_ptr[r + 1] as usize;
+        self.cols[entries.clone()]
+            .iter()
+            .zip(&self.coeffs[entries])
+            .map(|(&col, &k)| (col, &self.table[k as usize]))
+    }
+
+    /// The table without values no entry uses, and each old index's new one (ONE and −ONE
+    /// keep theirs; an index out of the table maps to `u32::MAX`). `None` when every value
+    /// is used.
+    pub(crate) fn compacted_table(&self) -> Option<(Vec<u32>, Vec<Scalar>)> {
+        let mut used = vec![false; self.table.len()];
+        used.iter_mut().take(2).for_each(|u| *u = true);
+        for &k in &self.coeffs {
+            if let Some(u) = used.get_mut(k as usize) {
+                *u = true;
+            }
+        }
+        if used.iter().all(|&u| u) {
+            return None;
+        }
+        let mut remap = vec![u32::MAX; self.table.len()];
+        let mut table = Vec::new();
+        for (k, v) in self.table.iter().enumerate() {
+            if used[k] {
+                remap[k] = table.len() as u32;
+                table.push(*v);
+            }
+        }
+        Some((remap, table))
     }
 
     /// Checks the CSR invariants for `rows` rows over `vars` variables; `name` is the
@@ -69,11 +155,11 @@ impl Csr {
                 self.row_ptr.len()
             ));
         }
-        if self.cols.len() != self.vals.len() {
+        if self.cols.len() != self.coeffs.len() {
             return corrupt(format!(
-                "{} columns but {} values",
+                "{} columns but {} coefficient indices",
                 self.cols.len(),
-                self.vals.len()
+                self.coeffs.len()
             ));
         }
         if self.row_ptr[0] != 0 {
@@ -99,10 +185,166 @@ impl Csr {
                 self.cols[k]
             ));
         }
-        if let Some(k) = self.vals.iter().position(|v| *v == Scalar::ZERO) {
-            return corrupt(format!("entry {k} has a zero coefficient"));
+        if self.table.len() < 2 {
+            return corrupt(format!(
+                "coefficient table has {} values; it must start with ONE and -ONE",
+                self.table.len()
+            ));
+        }
+        if self.table[Csr::ONE_INDEX as usize] != Scalar::ONE {
+            return corrupt(format!(
+                "coefficient table entry {} is not ONE",
+                Csr::ONE_INDEX
+            ));
+        }
+        if self.table[Csr::MINUS_ONE_INDEX as usize] != -Scalar::ONE {
+            return corrupt(format!(
+                "coefficient table entry {} is not -ONE",
+                Csr::MINUS_ONE_INDEX
+            ));
+        }
+        if let Some(k) = self.table.iter().position(|v| *v == Scalar::ZERO) {
+            return corrupt(format!("coefficient table entry {k} is zero"));
+        }
+        if let Some(k) = self
+            .coeffs
+            .iter()
+            .position(|&i| i as usize >= self.table.len())
+        {
+            return corrupt(format!(
+                "entry {k} has coefficient index {} but the table has {} values",
+                self.coeffs[k],
+                self.table.len()
+            ));
         }
         Ok(())
+    }
+}
+
+impl PartialEq for Csr {
+    fn eq(&self, other: &Csr) -> bool {
+        let same_coeffs = || {
+            (self.table == other.table && self.coeffs == other.coeffs)
+                || self
+                    .coeffs
+                    .iter()
+                    .zip(&other.coeffs)
+                    .all(|(&i, &j)| self.table.get(i as usize) == other.table.get(j as usize))
+        };
+        self.row_ptr == other.row_ptr
+            && self.cols == other.cols
+            && self.coeffs.len() == other.coeffs.len()
+            && same_coeffs()
+    }
+}
+
+impl Eq for Csr {}
+
+impl std::fmt::Debug for Csr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Csr")
+            .field("row_ptr", &self.row_ptr)
+            .field("cols", &self.cols)
+            .field("coeffs", &self.coeffs)
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The index of each value of a coefficient table past ONE and −ONE, by Montgomery limbs.
+///
+/// It follows the table as far as the table has been built through it: values added by
+/// other means (a loaded or hand-built matrix) are indexed on the next look-up, and a hit
+/// is compared with the table's value, so a stale index never gives a wrong coefficient.
+#[derive(Clone, Default)]
+pub(crate) struct Interner {
+    index: HashMap<Limbs, u32, BuildHasherDefault<LimbHasher>>,
+    /// Length of the table that `index` describes.
+    indexed: usize,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("values", &self.index.len())
+            .finish()
+    }
+}
+
+impl Interner {
+    /// The index of `v` in `table`, appending it if it is not there; a table shorter than
+    /// two values first gets ONE and −ONE.
+    #[inline]
+    pub(crate) fn intern(&mut self, table: &mut Vec<Scalar>, v: &Scalar) -> u32 {
+        if table.is_empty() {
+            table.push(Scalar::ONE);
+        }
+        if table.len() == 1 {
+            table.push(-Scalar::ONE);
+        }
+        if *v == table[Csr::ONE_INDEX as usize] {
+            return Csr::ONE_INDEX;
+        }
+        if *v == table[Csr::MINUS_ONE_INDEX as usize] {
+            return Csr::MINUS_ONE_INDEX;
+        }
+        if self.indexed != table.len() {
+            self.reindex(table);
+        }
+        let key = Limbs(FrRepr::from(*v).limbs);
+        if let Some(&k) = self.index.get(&key) {
+            if table.get(k as usize) == Some(v) {
+                return k;
+            }
+        }
+        let k = u32::try_from(table.len()).expect("at most 2^32 distinct coefficients");
+        table.push(*v);
+        self.index.insert(key, k);
+        self.indexed = table.len();
+        k
+    }
+
+    fn reindex(&mut self, table: &[Scalar]) {
+        self.index.clear();
+        for (k, v) in table.iter().enumerate().skip(2) {
+            self.index
+                .entry(Limbs(FrRepr::from(*v).limbs))
+                .or_insert(k as u32);
+        }
+        self.indexed = table.len();
+    }
+}
+
+/// A scalar's Montgomery limbs as a hash key, hashed as one word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Limbs([u64; 4]);
+
+impl Hash for Limbs {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let [a, b, c, d] = self.0;
+        state.write_u64(a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48));
+    }
+}
+
+/// A hasher for [`Limbs`]: one multiply-fold of the word it is given (Montgomery limbs are
+/// already well spread, and the keys are the circuit's own, not an adversary's).
+#[derive(Default)]
+struct LimbHasher(u64);
+
+impl Hasher for LimbHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        let m = u128::from(self.0 ^ x) * 0x9e37_79b9_7f4a_7c15;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -190,8 +432,8 @@ impl Pce {
         self.c.validate("C", rows, vars)?;
         for i in 0..self.num_inputs {
             let row = self.num_constraints + i;
-            let a = self.a.row_ptr[row] as usize..self.a.row_ptr[row + 1] as usize;
-            let a_ok = self.a.cols[a.clone()] == [i as u32] && self.a.vals[a] == [Scalar::ONE];
+            let mut a = self.a.row(row);
+            let a_ok = a.len() == 1 && a.next() == Some((i as u32, &Scalar::ONE));
             let bc_empty = self.b.row_ptr[row] == self.b.row_ptr[row + 1]
                 && self.c.row_ptr[row] == self.c.row_ptr[row + 1];
             if !(a_ok && bc_empty) {
@@ -237,5 +479,48 @@ impl Pce {
             found_inputs: w.inputs.len(),
             found_aux: w.aux.len(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Csr;
+    use cuzk_field::Scalar;
+    use ff::Field;
+
+    #[test]
+    fn rows_intern_their_coefficients() {
+        let (one, two, three) = (Scalar::ONE, Scalar::from(2), Scalar::from(3));
+        let mut m = Csr::with_capacity(2, 5);
+        m.push_row(&[(0, one), (1, -one), (2, two)]);
+        m.push_row(&[(1, two), (3, three)]);
+        assert_eq!(m.table, [one, -one, two, three]);
+        assert_eq!(m.coeffs, [0, 1, 2, 2, 3]);
+        assert_eq!(*m.coeff(4), three);
+        assert_eq!(m.row(1).collect::<Vec<_>>(), [(1, &two), (3, &three)]);
+
+        // A default matrix gets its first row pointer and ONE and -ONE on the first row.
+        let mut d = Csr::default();
+        d.push_row(&[(0, one), (1, -one), (2, two)]);
+        d.push_row(&[(1, two), (3, three)]);
+        assert_eq!(d, m);
+    }
+
+    #[test]
+    fn equality_is_of_coefficients_not_table_order() {
+        let (one, two, three) = (Scalar::ONE, Scalar::from(2), Scalar::from(3));
+        let mut m = Csr::with_capacity(1, 3);
+        m.push_row(&[(0, two), (1, three), (2, one)]);
+        let table = vec![one, -one, three, two, Scalar::from(7)];
+        let mut n = Csr::from_parts(vec![0, 3], vec![0, 1, 2], vec![3, 2, 0], table);
+        assert_eq!(m, n);
+        n.coeffs[2] = 1;
+        assert_ne!(m, n);
+        n.coeffs[2] = 0;
+
+        // Appending to a matrix built from parts reuses its table's indices.
+        n.push_row(&[(0, three), (1, Scalar::from(7)), (2, Scalar::from(9))]);
+        assert_eq!(n.coeffs[3..], [2, 4, 5]);
+        assert_eq!(n.table.len(), 6);
     }
 }

@@ -9,6 +9,7 @@ use cuzk_circuits::{Sha256Preimage, SyntheticPoRep};
 use cuzk_field::{Field, G1Projective, G2Projective, Group};
 use cuzk_msm::gpu::{FixedBaseEngine, FIXED_MAX_BITS, FIXED_MIN_BITS};
 use cuzk_synth::testing::RandomCircuit;
+use cuzk_synth::Csr;
 use proptest::prelude::*;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -191,19 +192,19 @@ fn constrain_unused(mut pce: Pce) -> Pce {
     for (m, in_a) in [(&mut pce.a, true), (&mut pce.b, false), (&mut pce.c, false)] {
         let split = m.row_ptr[rows];
         let tail_cols = m.cols.split_off(split as usize);
-        let tail_vals = m.vals.split_off(split as usize);
+        let tail_coeffs = m.coeffs.split_off(split as usize);
         let tail_ptr: Vec<u64> = m.row_ptr[rows + 1..].iter().map(|p| p - split).collect();
         m.row_ptr.truncate(rows + 1);
         for &j in &unused {
             if in_a {
                 m.cols.push(j);
-                m.vals.push(Scalar::ONE);
+                m.coeffs.push(Csr::ONE_INDEX);
             }
             m.row_ptr.push(m.cols.len() as u64);
         }
         let base = m.cols.len() as u64;
         m.cols.extend(tail_cols);
-        m.vals.extend(tail_vals);
+        m.coeffs.extend(tail_coeffs);
         m.row_ptr.extend(tail_ptr.iter().map(|p| p + base));
     }
     pce.num_constraints += unused.len();
