@@ -22,6 +22,10 @@ pub struct Args {
     /// Partitions each worker makes per level (after one untimed partition per worker).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Give each witness's memory back and map fresh memory for the next, instead of writing
+    /// the next witness into it as the daemon's synthesis workers do.
+    #[arg(long)]
+    fresh: bool,
 }
 
 struct Sample {
@@ -31,21 +35,34 @@ struct Sample {
 }
 
 /// One worker: `rounds + 1` partitions (the first untimed), evaluated into buffers it keeps,
-/// as a lane's pinned buffers are kept.
-fn worker(pce: &cuzk_synth::Pce, n: usize, first_seed: u64, rounds: usize) -> Result<Vec<Sample>> {
+/// as a lane's pinned buffers are kept; each witness is written into the previous one's memory
+/// unless `fresh`.
+fn worker(
+    pce: &cuzk_synth::Pce,
+    n: usize,
+    first_seed: u64,
+    rounds: usize,
+    fresh: bool,
+) -> Result<Vec<Sample>> {
     let size = 1usize << n.next_power_of_two().trailing_zeros();
     let mut abc = [(); 3].map(|_| vec![FrRepr::default(); size]);
     let mut samples = Vec::with_capacity(rounds);
+    let mut spare = cuzk_synth::Witness::default();
     for round in 0..=rounds {
         let start = Instant::now();
-        let w = pce.synthesize_witness(SyntheticPoRep::new(n, first_seed + round as u64))?;
+        let circuit = SyntheticPoRep::new(n, first_seed + round as u64);
+        let w = pce.synthesize_witness_reusing(circuit, std::mem::take(&mut spare))?;
         let synth = start.elapsed();
         let start = Instant::now();
         let [a, b, c] = &mut abc;
         pce.evaluate_checked_into(&w, a, b, c)?;
         let eval = start.elapsed();
         let start = Instant::now();
-        drop(w);
+        if fresh {
+            drop(w);
+        } else {
+            spare = w;
+        }
         let drop = start.elapsed();
         if round > 0 {
             samples.push(Sample { synth, eval, drop });
@@ -74,7 +91,7 @@ pub fn run(args: &Args) -> Result<()> {
                 .map(|k| {
                     let pce = Arc::clone(&pce);
                     let seed = 1000 * k as u64;
-                    s.spawn(move || worker(&pce, n, seed, args.rounds))
+                    s.spawn(move || worker(&pce, n, seed, args.rounds, args.fresh))
                 })
                 .collect();
             handles

@@ -65,8 +65,9 @@ pub(crate) trait Job: Send + Sync {
     fn record(&self) -> std::result::Result<Pce, cuzk_synth::SynthError>;
     /// Partition `k`'s public inputs (ONE excluded), exactly as the verifier computes them.
     fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<Fr>>;
-    /// Partition `k`'s witness on `pce` (its public inputs not yet checked).
-    fn witness(&self, pce: &Pce, k: usize) -> Result<Witness>;
+    /// Partition `k`'s witness on `pce` (its public inputs not yet checked), written into
+    /// the memory of `spare`, a witness no longer needed (`Witness::default()` for none).
+    fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness>;
 }
 
 /// How a partition's circuit is split into runs of its challenges, if at all: from the
@@ -129,24 +130,34 @@ where
         CP::generate_public_inputs(&self.verifier_in, &self.pub_params, Some(self.offset + k))
     }
 
-    fn witness(&self, pce: &Pce, k: usize) -> Result<Witness> {
+    fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness> {
         let circuit = || self.id.cache_id.clone();
         let vanilla = &self.vanilla[k];
-        let joined = self
-            .split
-            .and_then(|split| split(&self.pub_in, &self.pub_params, k, vanilla, self.vanilla.len()))
-            .and_then(|runs| {
+        let runs = self.split.and_then(|split| {
+            split(
+                &self.pub_in,
+                &self.pub_params,
+                k,
+                vanilla,
+                self.vanilla.len(),
+            )
+        });
+        let spare = match runs {
+            Some(runs) => {
                 let n = runs.len();
-                join_runs(runs, pce.num_inputs, pce.num_aux)
-                    .inspect(|_| tracing::debug!(partition = k, runs = n, "witness joined from runs"))
-                    .inspect_err(|reason| {
-                        tracing::warn!(partition = k, %reason, "split synthesis failed; synthesizing the whole circuit")
-                    })
-                    .ok()
-            });
-        if let Some(w) = joined {
-            return Ok(w);
-        }
+                match join_runs(runs, pce.num_inputs, pce.num_aux, spare) {
+                    Ok(w) => {
+                        tracing::debug!(partition = k, runs = n, "witness joined from runs");
+                        return Ok(w);
+                    }
+                    Err((reason, spare)) => {
+                        tracing::warn!(partition = k, %reason, "split synthesis failed; synthesizing the whole circuit");
+                        spare
+                    }
+                }
+            }
+            None => spare,
+        };
         let c = CP::circuit(
             &self.pub_in,
             Default::default(),
@@ -159,7 +170,7 @@ where
             partition: k,
             message: chain(&e),
         })?;
-        pce.synthesize_witness(c)
+        pce.synthesize_witness_reusing(c, spare)
             .map_err(|source| Error::Synthesis {
                 circuit: circuit(),
                 partition: k,
@@ -202,7 +213,7 @@ pub(crate) fn prove_job(prover: &Prover<'_>, job: &dyn Job) -> Result<Proved> {
     let witnesses: Vec<Witness> = (0..job.partitions())
         .into_par_iter()
         .map(|k| {
-            let w = job.witness(&keys.pce, k)?;
+            let w = job.witness(&keys.pce, k, Witness::default())?;
             check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
                 circuit: circuit(),
                 partition: k,
@@ -311,7 +322,7 @@ impl Vanilla<'_> {
 
 /// Synthesizes circuits over consecutive runs of one partition's challenges in parallel and
 /// joins their witnesses into the partition's (`num_inputs`, ONE included, and `num_aux` are
-/// its shape).
+/// its shape), written into `spare`'s memory; on failure `spare` comes back with the reason.
 ///
 /// Each run's circuit is the partition's circuit restricted to some challenges: it allocates
 /// the circuit's common part first (the same values in every run), then its challenges, each
@@ -323,10 +334,11 @@ pub(crate) fn join_runs<C: bellpepper_core::Circuit<Fr> + Send>(
     runs: Runs<C>,
     num_inputs: usize,
     num_aux: usize,
-) -> std::result::Result<Witness, String> {
+    spare: Witness,
+) -> std::result::Result<Witness, (String, Witness)> {
     let counts: Vec<usize> = runs.iter().map(|r| r.1).collect();
     let challenges: usize = counts.iter().sum::<usize>().max(1);
-    let subs: Vec<Witness> = runs
+    let subs = runs
         .into_par_iter()
         .map(|(c, n)| {
             // Room for the run's share of the partition and a common part, so that the
@@ -338,21 +350,68 @@ pub(crate) fn join_runs<C: bellpepper_core::Circuit<Fr> + Send>(
             c.synthesize(&mut cs)?;
             Ok(cs.into_witness())
         })
-        .collect::<std::result::Result<_, bellpepper_core::SynthesisError>>()
-        .map_err(|e| format!("a run's synthesis failed: {e}"))?;
-    join_witnesses(subs, &counts, num_inputs, num_aux)
+        .collect::<std::result::Result<Vec<Witness>, bellpepper_core::SynthesisError>>();
+    match subs {
+        Ok(subs) => join_witnesses(subs, &counts, num_inputs, num_aux, spare),
+        Err(e) => Err((format!("a run's synthesis failed: {e}"), spare)),
+    }
 }
 
 /// Variables a run's witness has room for beyond its share of the partition's.
 const RUN_SLACK: usize = 1 << 16;
 
-/// The joining step of [`join_runs`], on the runs' witnesses.
+/// The joining step of [`join_runs`], on the runs' witnesses, into `spare`'s memory.
 fn join_witnesses(
     subs: Vec<Witness>,
     counts: &[usize],
     num_inputs: usize,
     num_aux: usize,
-) -> std::result::Result<Witness, String> {
+    spare: Witness,
+) -> std::result::Result<Witness, (String, Witness)> {
+    match check_runs(&subs, counts, num_inputs, num_aux) {
+        Ok((common_i, common_a)) => Ok(Witness {
+            inputs: concat(spare.inputs, &subs, |w| &w.inputs, common_i, num_inputs),
+            aux: concat(spare.aux, &subs, |w| &w.aux, common_a, num_aux),
+        }),
+        Err(reason) => Err((reason, spare)),
+    }
+}
+
+/// The first run's `part(w)` followed by every other run's without its first `common`
+/// elements (`len` in all), in `into`'s memory, copied in parallel.
+fn concat(
+    mut into: Vec<Fr>,
+    subs: &[Witness],
+    part: impl Fn(&Witness) -> &Vec<Fr>,
+    common: usize,
+    len: usize,
+) -> Vec<Fr> {
+    const PIECE: usize = 1 << 16;
+    into.clear();
+    into.reserve_exact(len);
+    into.par_extend(rayon::iter::repeat_n(Fr::ZERO, len));
+    let mut pieces = Vec::new();
+    let mut rest = &mut into[..];
+    for (j, w) in subs.iter().enumerate() {
+        let src = &part(w)[if j == 0 { 0 } else { common }..];
+        let (dst, tail) = rest.split_at_mut(src.len());
+        pieces.extend(dst.chunks_mut(PIECE).zip(src.chunks(PIECE)));
+        rest = tail;
+    }
+    pieces
+        .into_par_iter()
+        .for_each(|(dst, src)| dst.copy_from_slice(src));
+    into
+}
+
+/// The common part's length of inputs and aux, once the runs are checked against each other
+/// and the partition's shape.
+fn check_runs(
+    subs: &[Witness],
+    counts: &[usize],
+    num_inputs: usize,
+    num_aux: usize,
+) -> std::result::Result<(usize, usize), String> {
     let (Some(first), Some(&first_count)) = (subs.first(), counts.first()) else {
         return Err("no runs".into());
     };
@@ -394,18 +453,7 @@ fn join_witnesses(
             ));
         }
     }
-    let mut subs = subs.into_iter();
-    let Witness {
-        mut inputs,
-        mut aux,
-    } = subs.next().expect("at least one run");
-    inputs.reserve_exact(num_inputs - inputs.len());
-    aux.reserve_exact(num_aux - aux.len());
-    for w in subs {
-        inputs.extend_from_slice(&w.inputs[common_i..]);
-        aux.extend_from_slice(&w.aux[common_a..]);
-    }
-    Ok(Witness { inputs, aux })
+    Ok((common_i, common_a))
 }
 
 /// Errors with the first differing input index unless the witness's public inputs (ONE
@@ -466,9 +514,13 @@ mod tests {
         let whole = witness(0..5);
         let (ni, na) = (whole.inputs.len(), whole.aux.len());
         let runs = vec![witness(0..2), witness(2..4), witness(4..5)];
-        assert_eq!(join_witnesses(runs, &[2, 2, 1], ni, na).unwrap(), whole);
-        let runs = vec![witness(0..1), witness(1..5)];
-        assert_eq!(join_witnesses(runs, &[1, 4], ni, na).unwrap(), whole);
+        let joined = join_witnesses(runs, &[2, 2, 1], ni, na, Witness::default()).unwrap();
+        assert_eq!(joined, whole);
+        // Into the memory of an earlier witness, larger or smaller: the same.
+        for spare in [witness(0..9), witness(0..1), joined] {
+            let runs = vec![witness(0..1), witness(1..5)];
+            assert_eq!(join_witnesses(runs, &[1, 4], ni, na, spare).unwrap(), whole);
+        }
     }
 
     #[test]
@@ -477,12 +529,19 @@ mod tests {
         let (ni, na) = (whole.inputs.len(), whole.aux.len());
         // A run with one challenge too many for its count.
         let runs = vec![witness(0..2), witness(2..5)];
-        assert!(join_witnesses(runs, &[2, 2], ni, na).is_err());
+        assert!(join_witnesses(runs, &[2, 2], ni, na, Witness::default()).is_err());
         // A common part that differs.
         let mut other = witness(2..4);
         other.aux[0] = Fr::from(1);
-        assert!(join_witnesses(vec![witness(0..2), other], &[2, 2], ni, na).is_err());
+        assert!(join_witnesses(
+            vec![witness(0..2), other],
+            &[2, 2],
+            ni,
+            na,
+            Witness::default()
+        )
+        .is_err());
         // One run is no split.
-        assert!(join_witnesses(vec![witness(0..4)], &[4], ni, na).is_err());
+        assert!(join_witnesses(vec![witness(0..4)], &[4], ni, na, Witness::default()).is_err());
     }
 }

@@ -271,9 +271,18 @@ impl Instance for FilecoinInstance {
     }
 
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
+        self.synthesize_reusing(pce, partition, Witness::default())
+    }
+
+    fn synthesize_reusing(
+        &self,
+        pce: &Pce,
+        partition: usize,
+        spare: Witness,
+    ) -> Result<Witness, SynthError> {
         let w = self
             .job
-            .witness(pce, partition)
+            .witness(pce, partition, spare)
             .map_err(|e| SynthError::Rejected {
                 reason: e.to_string(),
             })?;

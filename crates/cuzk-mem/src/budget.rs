@@ -404,6 +404,21 @@ impl Reservation {
         })
     }
 
+    /// Takes `other`'s bytes into this reservation (the inverse of
+    /// [`Reservation::split_off`]); both must belong to the same budget, else `other` is given
+    /// back to its budget and the error names both.
+    pub fn merge(&mut self, other: Reservation) -> Result<(), MemError> {
+        if !Arc::ptr_eq(&self.inner, &other.inner) {
+            return Err(MemError::MergeAcrossBudgets {
+                budget: self.inner.name.clone(),
+                other: other.inner.name.clone(),
+            });
+        }
+        let mut other = other;
+        self.bytes += std::mem::take(&mut other.bytes);
+        Ok(())
+    }
+
     /// Gives back everything above `bytes` now, keeping the rest; does nothing if the
     /// reservation holds `bytes` or less.
     pub fn shrink_to(&mut self, bytes: u64) {
@@ -534,6 +549,27 @@ mod tests {
         r.shrink_to(99);
         assert_eq!(r.bytes(), 10);
         drop(part);
+        drop(r);
+        assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn merge_joins_parts_of_one_budget_only() {
+        let b = Budget::new("host", 100);
+        let mut r = b.try_reserve(30).unwrap();
+        let part = r.split_off(10).unwrap();
+        r.merge(part).unwrap();
+        assert_eq!((r.bytes(), b.used()), (30, 30));
+        let top_up = b.try_reserve(15).unwrap();
+        r.merge(top_up).unwrap();
+        assert_eq!((r.bytes(), b.used()), (45, 45));
+        let other = Budget::new("vram", 100);
+        let foreign = other.try_reserve(5).unwrap();
+        assert!(matches!(
+            r.merge(foreign),
+            Err(MemError::MergeAcrossBudgets { ref budget, ref other }) if budget == "host" && other == "vram"
+        ));
+        assert_eq!((b.used(), other.used()), (45, 0));
         drop(r);
         assert_eq!(b.used(), 0);
     }

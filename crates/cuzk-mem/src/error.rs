@@ -81,6 +81,15 @@ pub enum MemError {
         held: u64,
     },
 
+    /// A reservation of budget `other` cannot join one of budget `budget`.
+    #[error("cannot merge a reservation of budget {other:?} into one of budget {budget:?}")]
+    MergeAcrossBudgets {
+        /// The budget of the reservation merged into.
+        budget: String,
+        /// The budget of the reservation offered.
+        other: String,
+    },
+
     /// The meminfo file at `path` could not be read.
     #[error("cannot read {}: {source}", path.display())]
     MemInfoIo {

@@ -39,6 +39,23 @@ impl WitnessCs {
         }
     }
 
+    /// Like [`WitnessCs::with_capacity`], in the memory of `spare`, an earlier witness no
+    /// longer needed: its values are dropped, its allocations kept (grown if too small). A
+    /// service making witnesses of one shape back to back then neither maps fresh pages nor
+    /// gives them back for each one, both costly at hundreds of megabytes.
+    pub fn reusing(spare: Witness, num_inputs: usize, num_aux: usize) -> WitnessCs {
+        let Witness {
+            mut inputs,
+            mut aux,
+        } = spare;
+        inputs.clear();
+        aux.clear();
+        inputs.reserve(num_inputs.max(1));
+        aux.reserve(num_aux);
+        inputs.push(Scalar::ONE);
+        WitnessCs { inputs, aux }
+    }
+
     /// The assignments.
     pub fn into_witness(self) -> Witness {
         Witness {

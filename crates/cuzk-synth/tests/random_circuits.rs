@@ -20,6 +20,18 @@ fn agree(circuit: &RandomCircuit) -> Result<(), TestCaseError> {
     prop_assert_eq!(&w, &full.witness);
     prop_assert_eq!(&w.inputs[1..], circuit.public_inputs());
     prop_assert_eq!(&pce.synthesize_witness(circuit.clone()).unwrap(), &w);
+    // In the memory of an earlier witness, larger or smaller, junk values included: the same.
+    for spare_len in [0, w.aux.len() / 2, w.aux.len() * 3 + 5] {
+        let spare = cuzk_synth::Witness {
+            inputs: vec![Scalar::from(9); spare_len % 7],
+            aux: vec![Scalar::from(7); spare_len],
+        };
+        prop_assert_eq!(
+            &pce.synthesize_witness_reusing(circuit.clone(), spare)
+                .unwrap(),
+            &w
+        );
+    }
 
     let eval = pce.evaluate(&w).unwrap();
     prop_assert_eq!(&eval, &full.eval);

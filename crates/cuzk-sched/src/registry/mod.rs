@@ -62,6 +62,19 @@ pub trait Instance: Send + Sync + fmt::Debug + 'static {
     /// The witness of partition `partition`.
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError>;
 
+    /// [`Instance::synthesize`] in the memory of `spare`, a witness of an earlier partition
+    /// that is no longer needed (see [`cuzk_synth::WitnessCs::reusing`]); the witness must be
+    /// the same. The default drops `spare` and synthesizes afresh.
+    fn synthesize_reusing(
+        &self,
+        pce: &Pce,
+        partition: usize,
+        spare: Witness,
+    ) -> Result<Witness, SynthError> {
+        drop(spare);
+        self.synthesize(pce, partition)
+    }
+
     /// The public inputs of partition `partition`, ONE not included, as the verifier takes
     /// them.
     fn public_inputs(&self, partition: usize) -> Vec<Scalar>;

@@ -130,6 +130,15 @@ impl Instance for SyntheticInstance {
         pce.synthesize_witness(self.circuit(partition))
     }
 
+    fn synthesize_reusing(
+        &self,
+        pce: &Pce,
+        partition: usize,
+        spare: Witness,
+    ) -> Result<Witness, SynthError> {
+        pce.synthesize_witness_reusing(self.circuit(partition), spare)
+    }
+
     fn public_inputs(&self, partition: usize) -> Vec<Scalar> {
         self.circuit(partition).public_inputs()
     }

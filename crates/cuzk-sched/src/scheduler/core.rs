@@ -3,12 +3,13 @@
 //! device, and the end of a job.
 
 use super::job::{Job, Order};
-use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask, Work};
+use super::tasks::{Event, ProveDone, ProveTask, Spare, SynthDone, SynthTask, Work};
 use crate::{
     JobCounts, JobError, JobId, JobState, JobStatus, Lane, LaneStats, PartitionCounts, Setup,
 };
 use cuzk_field::Scalar;
 use cuzk_mem::{Budget, MemError, Reservation};
+use cuzk_synth::Witness;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
@@ -63,6 +64,9 @@ pub(crate) struct Core {
     pinned_on: Vec<usize>,
     idle_synth: VecDeque<usize>,
     idle_lanes: VecDeque<usize>,
+    /// Witnesses of prepared partitions, each with its reservation, kept for the next
+    /// syntheses to write into while partitions wait to start; given back when none do.
+    spares: Vec<Spare>,
     pub lanes: Vec<LaneState>,
     pub synth_busy: Duration,
     pub synth_partitions: u64,
@@ -94,6 +98,7 @@ impl Core {
             pinned_on: vec![0; devices],
             idle_synth: (0..synth_workers).collect(),
             idle_lanes: idle_lanes.into(),
+            spares: Vec::new(),
             lanes: lanes
                 .iter()
                 .map(|&lane| LaneState {
@@ -210,6 +215,7 @@ impl Core {
         self.idle_synth.push_back(done.worker);
         self.synth_busy += done.busy;
         self.synth_partitions += 1;
+        self.spares.extend(done.spare);
         // A job that finished meanwhile: its witness and memory are dropped right here.
         let Some(job) = self.jobs.get_mut(&done.job) else {
             return;
@@ -344,7 +350,8 @@ impl Core {
             // Strictly in order: if the best partition that may start does not fit, nothing
             // overtakes it (which would starve large jobs); a release wakes the dispatcher
             // to retry.
-            let reservation = match ctx.budget.try_reserve(job.partition_bytes) {
+            let bytes = job.partition_bytes;
+            let (reservation, spare) = match reserve(&mut self.spares, ctx.budget, bytes) {
                 Ok(r) => r,
                 Err(MemError::Unavailable { .. }) => break,
                 Err(source) => {
@@ -352,6 +359,7 @@ impl Core {
                     continue;
                 }
             };
+            let job = self.jobs.get_mut(&id).expect("waiting jobs are live");
             self.idle_synth.pop_front();
             if job.device.is_none() {
                 job.device = Some(device);
@@ -370,6 +378,7 @@ impl Core {
                 device,
                 instance: Arc::clone(&job.instance),
                 reservation,
+                spare,
                 cancelled: Arc::clone(&job.cancelled),
                 span: job.span.clone(),
             };
@@ -380,6 +389,10 @@ impl Core {
             }
             self.synthesizing += 1;
             self.synthesizing_on[device] += 1;
+        }
+        // Nothing left to start: spare witnesses give their memory back.
+        if self.waiting.is_empty() {
+            self.spares.clear();
         }
     }
 
@@ -467,9 +480,109 @@ impl Core {
 }
 
 /// `part / whole` in 0..=1.
+/// Reserves `bytes` for a partition about to synthesize, with a spare witness whose memory
+/// it can write into when one is no larger: the spare's reservation plus the rest from the
+/// budget. When the budget has no room, the other spares give theirs back first, since no
+/// synthesis is waiting on them. On failure the spare is kept for the next attempt.
+fn reserve(
+    spares: &mut Vec<Spare>,
+    budget: &Budget,
+    bytes: u64,
+) -> Result<(Reservation, Option<Witness>), MemError> {
+    let fitting = spares.iter().position(|s| s.reservation.bytes() <= bytes);
+    let spare = fitting.map(|i| spares.swap_remove(i));
+    let held = spare.as_ref().map_or(0, |s| s.reservation.bytes());
+    let top_up = match budget.try_reserve(bytes - held) {
+        Err(MemError::Unavailable { .. }) if !spares.is_empty() => {
+            spares.clear();
+            budget.try_reserve(bytes - held)
+        }
+        other => other,
+    };
+    match (top_up, spare) {
+        (Ok(top_up), None) => Ok((top_up, None)),
+        (
+            Ok(top_up),
+            Some(Spare {
+                witness,
+                mut reservation,
+            }),
+        ) => {
+            reservation.merge(top_up)?;
+            Ok((reservation, Some(witness)))
+        }
+        (Err(e), spare) => {
+            spares.extend(spare);
+            Err(e)
+        }
+    }
+}
+
 pub(crate) fn ratio(part: Duration, whole: Duration) -> f64 {
     if whole.is_zero() {
         return 0.0;
     }
     (part.as_secs_f64() / whole.as_secs_f64()).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{reserve, Spare};
+    use cuzk_field::Scalar;
+    use cuzk_mem::{Budget, MemError};
+    use cuzk_synth::Witness;
+
+    fn spare(budget: &Budget, bytes: u64) -> Spare {
+        Spare {
+            witness: Witness {
+                inputs: vec![Scalar::from(bytes)],
+                aux: Vec::new(),
+            },
+            reservation: budget.try_reserve(bytes).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_spare_no_larger_than_the_partition_is_topped_up_to_it() {
+        let budget = Budget::new("host", 100);
+        let mut spares = vec![spare(&budget, 70), spare(&budget, 20)];
+        let (r, witness) = reserve(&mut spares, &budget, 30).unwrap();
+        assert_eq!(r.bytes(), 30);
+        assert_eq!(witness.unwrap().inputs, vec![Scalar::from(20)]);
+        // The larger spare stays, its memory still counted.
+        assert_eq!((spares.len(), budget.used()), (1, 100));
+        drop(r);
+        assert_eq!(budget.used(), 70);
+    }
+
+    #[test]
+    fn spares_give_their_memory_back_when_the_budget_is_short() {
+        let budget = Budget::new("host", 100);
+        let mut spares = vec![spare(&budget, 60), spare(&budget, 30)];
+        // 30 of the 50 come from the fitting spare; the other spare makes room for the rest.
+        let (r, witness) = reserve(&mut spares, &budget, 50).unwrap();
+        assert!(witness.is_some());
+        assert!(spares.is_empty());
+        assert_eq!((r.bytes(), budget.used()), (50, 50));
+    }
+
+    #[test]
+    fn a_failed_reservation_keeps_the_spare_and_its_memory() {
+        let budget = Budget::new("host", 100);
+        let held = budget.try_reserve(60).unwrap();
+        let mut spares = vec![spare(&budget, 30)];
+        assert!(matches!(
+            reserve(&mut spares, &budget, 80),
+            Err(MemError::Unavailable { .. })
+        ));
+        assert_eq!((spares.len(), budget.used()), (1, 90));
+        drop(held);
+        let (r, witness) = reserve(&mut spares, &budget, 80).unwrap();
+        assert!(witness.is_some());
+        assert_eq!((r.bytes(), budget.used()), (80, 80));
+        // Without spares: a plain reservation.
+        let (r2, none) = reserve(&mut spares, &budget, 20).unwrap();
+        assert!(none.is_none());
+        assert_eq!((r2.bytes(), budget.used()), (20, 100));
+    }
 }

@@ -33,8 +33,18 @@ pub(crate) struct SynthTask {
     pub device: usize,
     pub instance: Arc<dyn Instance>,
     pub reservation: Reservation,
+    /// An earlier witness whose memory the new one may take (its bytes are part of
+    /// `reservation`).
+    pub spare: Option<Witness>,
     pub cancelled: Arc<AtomicBool>,
     pub span: tracing::Span,
+}
+
+/// A witness no longer needed (its partition was prepared), kept for the next synthesis to
+/// write into, with the part of its partition's reservation that its memory accounts for.
+pub(crate) struct Spare {
+    pub witness: Witness,
+    pub reservation: Reservation,
 }
 
 /// A synthesized partition: what proving it needs.
@@ -56,6 +66,8 @@ pub(crate) struct SynthDone {
     pub device: usize,
     pub outcome: Result<Synthesized, JobError>,
     pub reservation: Reservation,
+    /// The witness, once prepared, with its bytes split off `reservation`.
+    pub spare: Option<Spare>,
     pub busy: Duration,
 }
 

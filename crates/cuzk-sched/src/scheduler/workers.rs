@@ -2,7 +2,7 @@
 //! for their job's device), lanes prove and verify. Each catches panics, so a bad circuit
 //! or backend fails its job, not the thread.
 
-use super::tasks::{Event, ProveDone, ProveTask, SynthDone, SynthTask, Synthesized, Work};
+use super::tasks::{Event, ProveDone, ProveTask, Spare, SynthDone, SynthTask, Synthesized, Work};
 use crate::{
     Backend, Instance, JobError, JobId, Lane, Phase, PrepareInput, ProveInput, ProvePreparedInput,
     Registry,
@@ -26,8 +26,10 @@ pub(crate) fn synthesis_loop(
     backend: Arc<dyn Backend>,
     events: Sender<Event>,
 ) {
-    for task in tasks {
+    for mut task in tasks {
         let start = Instant::now();
+        let spare = task.spare.take().unwrap_or_default();
+        let mut used = None;
         let outcome = if task.cancelled.load(Ordering::Relaxed) {
             Err(JobError::Cancelled { job: task.job })
         } else {
@@ -38,20 +40,34 @@ pub(crate) fn synthesis_loop(
                 device = task.device
             );
             let _enter = span.enter();
-            synthesize(&registry, &*task.instance, task.job, task.partition).and_then(|s| {
+            synthesize(&registry, &*task.instance, task.job, task.partition, spare).and_then(|s| {
                 if task.cancelled.load(Ordering::Relaxed) {
                     return Err(JobError::Cancelled { job: task.job });
                 }
-                prepare(&*backend, s, task.job, task.partition, task.device)
+                let (s, witness) = prepare(&*backend, s, task.job, task.partition, task.device)?;
+                used = witness;
+                Ok(s)
             })
         };
+        let mut reservation = task.reservation;
+        // A prepared partition no longer needs its witness: the memory goes back with the
+        // part of the reservation it accounts for, for the next synthesis to write into.
+        let spare = used.and_then(|witness| {
+            let bytes = witness_bytes(&witness).min(reservation.bytes());
+            let reservation = reservation.split_off(bytes).ok()?;
+            Some(Spare {
+                witness,
+                reservation,
+            })
+        });
         let done = SynthDone {
             worker: index,
             job: task.job,
             partition: task.partition,
             device: task.device,
             outcome,
-            reservation: task.reservation,
+            reservation,
+            spare,
             busy: start.elapsed(),
         };
         if events.send(Event::Synthesized(Box::new(done))).is_err() {
@@ -60,12 +76,20 @@ pub(crate) fn synthesis_loop(
     }
 }
 
-/// Setup (from the cache, or made now), witness and public inputs of one partition.
+/// Bytes a witness's allocations hold.
+fn witness_bytes(w: &Witness) -> u64 {
+    let elements = w.inputs.capacity() + w.aux.capacity();
+    (elements as u64).saturating_mul(std::mem::size_of::<Scalar>() as u64)
+}
+
+/// Setup (from the cache, or made now), witness and public inputs of one partition; the
+/// witness is written into `spare`'s memory where the instance can.
 fn synthesize(
     registry: &Registry,
     instance: &dyn Instance,
     job: JobId,
     partition: usize,
+    spare: Witness,
 ) -> Result<Synthesized, JobError> {
     let phase = Cell::new(Phase::Setup);
     let run = || {
@@ -75,7 +99,7 @@ fn synthesize(
         phase.set(Phase::Synthesis);
         let start = Instant::now();
         let witness = instance
-            .synthesize(&setup.pce, partition)
+            .synthesize_reusing(&setup.pce, partition, spare)
             .map_err(|source| JobError::Synthesis {
                 job,
                 partition,
@@ -101,17 +125,17 @@ fn synthesize(
     })
 }
 
-/// Has the backend prepare a synthesized partition for `device`; the witness is dropped
-/// once the backend has made its own form of it.
+/// Has the backend prepare a synthesized partition for `device`; once the backend has made
+/// its own form of it, the witness is returned beside it (no longer needed).
 fn prepare(
     backend: &dyn Backend,
     mut s: Synthesized,
     job: JobId,
     partition: usize,
     device: usize,
-) -> Result<Synthesized, JobError> {
+) -> Result<(Synthesized, Option<Witness>), JobError> {
     let Work::Witness(witness) = &s.work else {
-        return Ok(s);
+        return Ok((s, None));
     };
     let start = Instant::now();
     let input = PrepareInput {
@@ -134,11 +158,16 @@ fn prepare(
             device,
             source,
         })?;
-    if let Some(prepared) = prepared {
-        s.work = Work::Prepared(prepared);
-        s.prepare = start.elapsed();
-    }
-    Ok(s)
+    let Some(prepared) = prepared else {
+        return Ok((s, None));
+    };
+    let used = std::mem::replace(&mut s.work, Work::Prepared(prepared));
+    s.prepare = start.elapsed();
+    let witness = match used {
+        Work::Witness(w) => Some(w),
+        Work::Prepared(_) => None,
+    };
+    Ok((s, witness))
 }
 
 /// Proves partitions on `lane` until the dispatcher drops its end of `tasks`.

@@ -6,7 +6,7 @@ use crate::common::*;
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof};
 use cuzk_sched::{
     Backend, BackendError, CpuBackend, EvictReport, JobOutput, Lane, LaneLayout, LoadReport,
-    PrepareInput, Prepared, ProveInput, ProvePreparedInput, Request, SchedulerConfig, Setup,
+    PrepareInput, Prepared, ProveInput, ProvePreparedInput, Request, SchedulerConfig, Setup, Shape,
 };
 use cuzk_synth::Witness;
 use std::collections::BTreeSet;
@@ -233,6 +233,53 @@ fn prepared_partitions_reach_a_lane_of_their_device() {
         assert_eq!(prepared_for, proved_on);
         assert!(thread.starts_with("cuzk-synth-"), "prepared on {thread:?}");
     }
+}
+
+#[test]
+fn prepared_witnesses_lend_their_memory_to_the_next_and_give_it_back_when_idle() {
+    let backend = Arc::new(Preparing {
+        cpu: CpuBackend::with_lanes(1, 2),
+        prepared: AtomicUsize::new(0),
+        plain_proofs: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    });
+    // Room for about three partitions at a time: spares must share the budget with them.
+    let one = Shape {
+        constraints: 1 << LOG2,
+        inputs: 2,
+        aux: 1 << LOG2,
+    }
+    .cpu_prover_bytes();
+    let s = start(
+        Arc::clone(&backend) as Arc<dyn Backend>,
+        registry(vec![]),
+        3 * one + one / 2,
+        SchedulerConfig {
+            synthesis_workers: Some(2),
+            lookahead: Some(4),
+            ..SchedulerConfig::default()
+        },
+    );
+    let handles: Vec<_> = (0..6)
+        .map(|seed| {
+            s.submit(Request::synthetic_porep(LOG2, seed * 10 + 1, 3))
+                .unwrap()
+        })
+        .collect();
+    let pvk_of = |s: &cuzk_sched::Scheduler| {
+        prepare_verifying_key(&s.registry().cached("synthetic-porep-256").unwrap().vk)
+    };
+    for h in handles {
+        let out = h.wait_blocking().unwrap();
+        let pvk = pvk_of(&s);
+        for (proof, inputs) in out.proofs.iter().zip(&out.public_inputs) {
+            assert!(verify_proof(&pvk, proof, inputs).unwrap());
+        }
+    }
+    assert_eq!(backend.prepared.load(Ordering::SeqCst), 18);
+    assert!(s.budget().high_water() <= s.budget().capacity());
+    // Idle: no spare keeps memory.
+    wait_until("memory to be released", || s.budget().used() == 0);
 }
 
 #[test]

@@ -410,6 +410,20 @@ impl Pce {
         Ok(w)
     }
 
+    /// [`Pce::synthesize_witness`] in the memory of `spare`, a witness no longer needed (see
+    /// [`WitnessCs::reusing`]); the result is the same.
+    pub fn synthesize_witness_reusing<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        spare: Witness,
+    ) -> Result<Witness, SynthError> {
+        let mut cs = WitnessCs::reusing(spare, self.num_inputs, self.num_aux);
+        circuit.synthesize(&mut cs)?;
+        let w = cs.into_witness();
+        self.check_witness_shape(&w)?;
+        Ok(w)
+    }
+
     /// Checks that the matrices are well formed for the stated shape (row pointers,
     /// columns in range, no zero coefficient, input rows as Groth16 appends them).
     /// Evaluation trusts these invariants; a PCE from [`Pce::record`] or [`Pce::load`]
