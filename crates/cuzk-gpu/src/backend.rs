@@ -335,9 +335,12 @@ impl Backend for GpuBackend {
             if pin {
                 loaded.pin();
             }
-            if pin && !already {
-                // Pin the lanes' witness buffers now too, so that the first proofs do not.
-                let sets = device.lanes.len();
+            // Pin the witness buffers now too (once per circuit and device, also when the
+            // parameters were generated there), so that the first proofs do not: pinning
+            // gigabytes stalls the device's other work. Two sets per lane: one proving and
+            // one prepared ahead, as the scheduler's default lookahead keeps them.
+            if pin && loaded.claim_prewarm() {
+                let sets = 2 * device.lanes.len();
                 let buffers = loaded.queries.pinned_buffers();
                 let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
                 if let Err(e) = device.pool.prewarm(&wanted) {

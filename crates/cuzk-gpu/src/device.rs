@@ -37,6 +37,8 @@ pub(crate) struct Loaded {
     /// Device bytes one proof with these parameters reserves.
     pub working_set: u64,
     pinned: AtomicBool,
+    /// Whether the device's pinned pool was stocked with this circuit's buffer sets.
+    prewarmed: AtomicBool,
     last_used: Mutex<Instant>,
     device: Device,
     reservation: Option<Reservation>,
@@ -61,6 +63,11 @@ impl Loaded {
 
     pub fn is_pinned(&self) -> bool {
         self.pinned.load(Ordering::Relaxed)
+    }
+
+    /// Marks the pinned pool stocked for this circuit; true only the first time.
+    pub fn claim_prewarm(&self) -> bool {
+        !self.prewarmed.swap(true, Ordering::Relaxed)
     }
 }
 
@@ -317,6 +324,7 @@ impl DeviceState {
             bytes,
             working_set,
             pinned: AtomicBool::new(false),
+            prewarmed: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             device: self.device.clone(),
             reservation,
@@ -404,6 +412,7 @@ impl DeviceState {
             bytes: wanted.bytes,
             working_set: wanted.resident_working_set,
             pinned: AtomicBool::new(false),
+            prewarmed: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             device: self.device.clone(),
             reservation: Some(reservation),
