@@ -15,9 +15,16 @@ use anyhow::Result;
 use common::{assert_completed, prove, Launch, TestDaemon};
 use cuzk_daemon::proto::{ProofKind, SubmitProofRequest};
 use cuzk_filecoin::ids::prover_id_from_miner_id;
-use filecoin_proofs::{verify_winning_post, PublicReplicaInfo, SECTOR_SIZE_2_KIB};
+use filecoin_proofs::{
+    merge_window_post_partition_proofs, verify_empty_sector_update_proof, verify_window_post,
+    verify_winning_post, PartitionSnarkProof, PublicReplicaInfo, SECTOR_SIZE_2_KIB,
+};
+use std::collections::BTreeMap;
 use storage_proofs_core::sector::SectorId;
-use support::{api_c1_json, curio_envelope, layout, winning_vanilla, RANDOMNESS};
+use support::{
+    api_c1_json, curio_envelope, layout, snap_update, window_vanilla, winning_vanilla, SnapUpdate,
+    Tree, RANDOMNESS,
+};
 use tonic::Code;
 
 /// The miner the sectors belong to; the daemon derives the prover id from it.
@@ -161,6 +168,110 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
         &public,
         prover_id,
         &response.proof
+    )?);
+    Ok(())
+}
+
+/// A binary CIDv1 of a 32-byte commitment as Curio sends it: `fil-commitment-sealed` with
+/// `poseidon-bls12_381-a2-fc1` for comm_r, `fil-commitment-unsealed` with
+/// `sha2-256-trunc254-padded` for comm_d.
+fn commitment_cid(sealed: bool, commitment: &[u8; 32]) -> Vec<u8> {
+    let mut cid = if sealed {
+        vec![0x01, 0x82, 0xe2, 0x03, 0x81, 0xe8, 0x02, 0x20]
+    } else {
+        vec![0x01, 0x81, 0xe2, 0x03, 0x92, 0x20, 0x20]
+    };
+    cid.extend_from_slice(commitment);
+    cid
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filecoin_daemon_window_post_and_snap_deals_2kib() -> Result<()> {
+    let prover_id = prover_id_from_miner_id(MINER);
+    let (sealed, vanilla) =
+        tokio::task::spawn_blocking(move || window_vanilla(prover_id, 101, 3, 51, &RANDOMNESS))
+            .await??;
+    let update =
+        tokio::task::spawn_blocking(|| snap_update(111, 61, 62, "daemon-update-")).await??;
+    let daemon = daemon();
+    let mut client = daemon.client().await;
+
+    // WindowPoSt, one request per partition as Curio sends them (2 sectors per 2KiB
+    // partition), merged and checked as filecoin-proofs does.
+    let config = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow2KiBV1_2.as_v1_config();
+    let mut partitions = Vec::new();
+    for (index, chunk) in vanilla.chunks(config.sector_count).enumerate() {
+        let request = SubmitProofRequest {
+            proof_kind: ProofKind::WindowPostPartition.into(),
+            vanilla_proof: chunk.concat(),
+            sector_size: SECTOR_SIZE_2_KIB,
+            // Go's StackedDrgWindow2KiBV1_1, filecoin-proofs-api's V1_2.
+            registered_proof: 10,
+            miner_id: MINER,
+            randomness: RANDOMNESS.to_vec(),
+            partition_index: index as u32,
+            ..SubmitProofRequest::default()
+        };
+        let response = prove(&mut client, request).await;
+        assert_completed(&response);
+        assert_eq!(response.proof.len(), 192);
+        partitions.push(PartitionSnarkProof(response.proof));
+    }
+    assert_eq!(partitions.len(), 2);
+    let public: BTreeMap<SectorId, PublicReplicaInfo> = sealed
+        .iter()
+        .map(|s| Ok((s.sector_id, PublicReplicaInfo::new(s.comm_r)?)))
+        .collect::<Result<_>>()?;
+    let merged = merge_window_post_partition_proofs(partitions)?;
+    assert!(verify_window_post::<Tree>(
+        &config,
+        &RANDOMNESS,
+        &public,
+        prover_id,
+        &merged
+    )?);
+
+    // SnapDeals: the vanilla partition proofs and the three CIDs.
+    let SnapUpdate {
+        cc,
+        comm_r_new,
+        comm_d_new,
+        vanilla,
+        _dir,
+    } = update;
+    let mut bytes = Vec::new();
+    for v in &vanilla {
+        bytes.extend(bincode::serialize(v)?);
+    }
+    let snap = SubmitProofRequest {
+        proof_kind: ProofKind::SnapDealsUpdate.into(),
+        vanilla_proof: bytes,
+        sector_size: SECTOR_SIZE_2_KIB,
+        // StackedDrg2KiBV1 is 0.
+        registered_proof: 0,
+        sector_key_cid: commitment_cid(true, &cc.comm_r),
+        new_sealed_cid: commitment_cid(true, &comm_r_new),
+        new_unsealed_cid: commitment_cid(false, &comm_d_new),
+        ..SubmitProofRequest::default()
+    };
+    // comm_d's CID given as comm_r's: refused, naming the field.
+    let swapped = SubmitProofRequest {
+        new_unsealed_cid: commitment_cid(true, &comm_d_new),
+        ..snap.clone()
+    };
+    let status = client.submit_proof(swapped).await.unwrap_err();
+    assert_invalid(&status, &["new_unsealed_cid"]);
+
+    let response = prove(&mut client, snap).await;
+    assert_completed(&response);
+    assert_eq!(response.proof.len(), 192 * vanilla.len());
+    let update_config = filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1.as_v1_config();
+    assert!(verify_empty_sector_update_proof::<Tree>(
+        &update_config,
+        &response.proof,
+        cc.comm_r,
+        comm_r_new,
+        comm_d_new,
     )?);
     Ok(())
 }

@@ -111,6 +111,43 @@ const POSEIDON_BLS12_381_A2_FC1: u64 = 0xb401;
 /// The 32-byte commitment inside a binary Filecoin commitment CID (CIDv1, codec
 /// `fil-commitment-sealed` or `-unsealed`, a 32-byte digest); `name` names it in errors.
 pub fn commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment> {
+    parse_cid(name, cid).map(|(_, commitment)| commitment)
+}
+
+/// Like [`commitment_from_cid`], for a sealed commitment (comm_r): an unsealed one is an error.
+pub fn sealed_commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment> {
+    of_codec(
+        name,
+        cid,
+        FIL_COMMITMENT_SEALED,
+        "fil-commitment-sealed (comm_r)",
+    )
+}
+
+/// Like [`commitment_from_cid`], for an unsealed commitment (comm_d): a sealed one is an error.
+pub fn unsealed_commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment> {
+    of_codec(
+        name,
+        cid,
+        FIL_COMMITMENT_UNSEALED,
+        "fil-commitment-unsealed (comm_d)",
+    )
+}
+
+fn of_codec(name: &'static str, cid: &[u8], want: u64, what: &str) -> Result<Commitment> {
+    let (codec, commitment) = parse_cid(name, cid)?;
+    if codec != want {
+        return Err(Error::InvalidCid {
+            name,
+            hex: hex(cid),
+            reason: format!("codec {codec:#x}, expected {want:#x}, {what}"),
+        });
+    }
+    Ok(commitment)
+}
+
+/// The codec and the commitment of a binary Filecoin commitment CID.
+fn parse_cid(name: &'static str, cid: &[u8]) -> Result<(u64, Commitment)> {
     let bad = |reason: String| Error::InvalidCid {
         name,
         hex: hex(cid),
@@ -149,7 +186,7 @@ pub fn commitment_from_cid(name: &'static str, cid: &[u8]) -> Result<Commitment>
     }
     let mut out = [0u8; 32];
     out.copy_from_slice(rest);
-    Ok(out)
+    Ok((codec, out))
 }
 
 fn read_varint(bytes: &mut &[u8]) -> Option<u64> {
@@ -211,5 +248,20 @@ mod tests {
             Err(Error::InvalidCid { .. })
         ));
         assert!(commitment_from_cid("x", &cid[..20]).is_err());
+        // The typed forms hold a field to its kind of commitment.
+        cid[1] = 0x82;
+        assert_eq!(sealed_commitment_from_cid("x", &cid).unwrap(), [7u8; 32]);
+        let err = unsealed_commitment_from_cid("new_unsealed_cid", &cid).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidCid { name: "new_unsealed_cid", reason, .. } if reason.contains("fil-commitment-unsealed")),
+            "{err}"
+        );
+        let mut unsealed = vec![0x01, 0x81, 0xe2, 0x03, 0x92, 0x20, 0x20];
+        unsealed.extend_from_slice(&[9u8; 32]);
+        assert_eq!(
+            unsealed_commitment_from_cid("x", &unsealed).unwrap(),
+            [9u8; 32]
+        );
+        assert!(sealed_commitment_from_cid("x", &unsealed).is_err());
     }
 }

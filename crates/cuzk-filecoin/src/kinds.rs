@@ -159,16 +159,17 @@ impl FilecoinKind {
             Which::SnapDeals => {
                 let registered = ids::registered_update_proof(registered).map_err(invalid)?;
                 check_size(inputs, u64::from(registered.sector_size()), &registered)?;
-                let cid = |name: &'static str| {
+                type Parse = fn(&'static str, &[u8]) -> crate::Result<filecoin_proofs::Commitment>;
+                let cid = |name: &'static str, parse: Parse| {
                     let bytes = inputs
                         .byte_fields
                         .get(name)
                         .ok_or(InputError::MissingField { field: name })?;
-                    ids::commitment_from_cid(name, bytes).map_err(invalid)
+                    parse(name, bytes).map_err(invalid)
                 };
-                let comm_r_old = cid("sector_key_cid")?;
-                let comm_r_new = cid("new_sealed_cid")?;
-                let comm_d_new = cid("new_unsealed_cid")?;
+                let comm_r_old = cid("sector_key_cid", ids::sealed_commitment_from_cid)?;
+                let comm_r_new = cid("new_sealed_cid", ids::sealed_commitment_from_cid)?;
+                let comm_d_new = cid("new_unsealed_cid", ids::unsealed_commitment_from_cid)?;
                 update_job_bytes(registered, vanilla, comm_r_old, comm_r_new, comm_d_new)
                     .map_err(invalid)
             }

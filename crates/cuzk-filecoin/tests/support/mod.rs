@@ -354,6 +354,41 @@ pub fn winning_vanilla(
     Ok((sealed, bincode::serialize(&vanilla)?))
 }
 
+/// `count` freshly sealed 2KiB sectors (numbers from `first`, data from `seed` on) and their
+/// WindowPoSt (`StackedDrgWindow2KiBV1_2`) vanilla proofs for `randomness`, bincode, one per
+/// sector, with filecoin-proofs.
+pub fn window_vanilla(
+    prover_id: ProverId,
+    first: u64,
+    count: usize,
+    seed: u8,
+    randomness: &[u8; 32],
+) -> Result<(Vec<Sealed>, Vec<Vec<u8>>)> {
+    use filecoin_proofs::{
+        generate_fallback_sector_challenges, generate_single_vanilla_proof, PrivateReplicaInfo,
+    };
+    let sealed: Vec<Sealed> = (0..count)
+        .map(|i| seal(&porep_config(), prover_id, first + i as u64, seed + i as u8))
+        .collect::<Result<_>>()?;
+    let config = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow2KiBV1_2.as_v1_config();
+    let ids: Vec<SectorId> = sealed.iter().map(|s| s.sector_id).collect();
+    let challenges =
+        generate_fallback_sector_challenges::<Tree>(&config, randomness, &ids, prover_id)?;
+    let mut vanilla = Vec::new();
+    for s in &sealed {
+        let replica =
+            PrivateReplicaInfo::<Tree>::new(s.replica.clone(), s.comm_r, s.cache_dir.clone())?;
+        let v = generate_single_vanilla_proof::<Tree>(
+            &config,
+            s.sector_id,
+            &replica,
+            &challenges[&s.sector_id],
+        )?;
+        vanilla.push(bincode::serialize(&v)?);
+    }
+    Ok((sealed, vanilla))
+}
+
 /// A SnapDeals update of a freshly sealed 2KiB CC sector with new data: the CC sector, the new
 /// commitments and the vanilla partition proofs (the update's files live in `_dir`).
 pub struct SnapUpdate {
