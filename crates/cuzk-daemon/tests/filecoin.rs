@@ -13,7 +13,7 @@ mod support;
 
 use anyhow::Result;
 use common::{assert_completed, prove, Launch, TestDaemon};
-use cuzk_daemon::proto::{ProofKind, SubmitProofRequest};
+use cuzk_daemon::proto::{EvictSrsRequest, PreloadSrsRequest, ProofKind, SubmitProofRequest};
 use cuzk_filecoin::ids::prover_id_from_miner_id;
 use filecoin_proofs::{
     merge_window_post_partition_proofs, verify_empty_sector_update_proof, verify_window_post,
@@ -156,9 +156,32 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
     let status = refused(client.submit_proof(cut).await);
     assert_invalid(&status, &["vanilla proof 0"]);
 
-    // The daemon goes on serving: a WinningPoSt, accepted by filecoin-proofs' verifier.
+    // The WinningPoSt circuit set up ahead by its PreloadSRS id, as Curio names it; an id no
+    // kind knows is NOT_FOUND.
+    let preload = |id: &str| PreloadSrsRequest {
+        circuit_id: id.to_string(),
+    };
+    let loaded = client
+        .preload_srs(preload("winning-2k"))
+        .await?
+        .into_inner();
+    assert!(!loaded.already_loaded);
+    let again = client
+        .preload_srs(preload("winning-2KiB"))
+        .await?
+        .into_inner();
+    assert!(again.already_loaded);
+    let status = client.preload_srs(preload("winning-3k")).await.unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+
+    // The daemon goes on serving: a WinningPoSt, accepted by filecoin-proofs' verifier, on
+    // the preloaded circuit.
     let response = prove(&mut client, winning_request(vanilla)).await;
     assert_completed(&response);
+    assert_eq!(
+        response.srs_load_ms, 0,
+        "the preloaded circuit was set up again"
+    );
     assert_eq!(response.proof.len(), 192);
     let config = cuzk_filecoin::RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
     let public = [(sealed.sector_id, PublicReplicaInfo::new(sealed.comm_r)?)];
@@ -169,6 +192,15 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
         prover_id,
         &response.proof
     )?);
+    // Evicted by the same id.
+    let evicted = client
+        .evict_srs(EvictSrsRequest {
+            circuit_id: "winning-2k".into(),
+        })
+        .await?
+        .into_inner();
+    assert!(evicted.was_loaded);
+    assert!(evicted.freed_bytes > 0);
     Ok(())
 }
 

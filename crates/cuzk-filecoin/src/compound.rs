@@ -70,6 +70,13 @@ pub(crate) trait Job: Send + Sync {
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness>;
 }
 
+/// A circuit named ahead of any request (the daemon's `PreloadSRS`): its id, and how to load
+/// its parameters and PCE into a cache exactly as its first request would.
+pub(crate) type Preload = (CircuitId, LoadFn);
+
+/// Loads a circuit's parameters and PCE into a cache.
+pub(crate) type LoadFn = Box<dyn Fn(&ParamCache) -> Result<Arc<CircuitKeys>> + Send + Sync>;
+
 /// How a partition's circuit is split into runs of its challenges, if at all: from the
 /// circuits' public inputs and parameters, the partition index, its vanilla proof and the
 /// number of partitions.

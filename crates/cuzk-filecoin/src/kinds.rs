@@ -17,9 +17,9 @@ use crate::cache::{CircuitId, ParamCache};
 use crate::compound::{check_inputs, expected_inputs, Job, Vanilla};
 use crate::error::{Error, ProofKind};
 use crate::ids;
-use crate::porep::{decode_c1, porep_job_api};
-use crate::post::{post_job_bytes, Mode};
-use crate::update::update_job_bytes;
+use crate::porep::{decode_c1, porep_job_api, porep_preload};
+use crate::post::{post_job_bytes, post_preload, Mode};
+use crate::update::{update_job_bytes, update_preload};
 use blstrs::Scalar as Fr;
 use cuzk_sched::{
     CircuitKind, InputError, Inputs, Instance, LoadError, ReadySetup, Registry, RegistryError,
@@ -195,6 +195,127 @@ impl CircuitKind for FilecoinKind {
             expected,
             cache: Arc::clone(&self.cache),
         }))
+    }
+
+    /// The circuit a `PreloadSRS` id names, when it is this kind's: `porep-`, `snap-`,
+    /// `wpost-` or `winning-` followed by a sector size (`2k`, `8m`, `512m`, `32g`, `64g`, or
+    /// `2KiB` … `64GiB`), e.g. `porep-32g`.
+    fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let (which, size) = preload_id(circuit_key)?;
+        if which != self.which {
+            return None;
+        }
+        let made = match which {
+            Which::PoRep => ids::registered_seal_proof(5 + size as u64).and_then(|r| {
+                let config = r.as_v1_config();
+                crate::with_shape!(u64::from(r.sector_size()), porep_preload, &config)
+            }),
+            Which::Winning | Which::WindowPartition => {
+                let first = if which == Which::Winning { 0 } else { 10 };
+                ids::registered_post_proof(first + size as u64).and_then(|r| {
+                    let config = r.as_v1_config();
+                    crate::with_shape!(u64::from(r.sector_size()), post_preload, &config)
+                })
+            }
+            Which::SnapDeals => ids::registered_update_proof(size as u64).and_then(|r| {
+                let config = r.as_v1_config();
+                crate::with_shape!(u64::from(r.sector_size()), update_preload, &config)
+            }),
+        };
+        match made {
+            Ok((id, load)) => Some(Arc::new(PreloadInstance {
+                id,
+                load,
+                cache: Arc::clone(&self.cache),
+            })),
+            Err(e) => {
+                tracing::warn!(circuit = circuit_key, error = %e, "cannot name the circuit to preload");
+                None
+            }
+        }
+    }
+}
+
+/// The kind and sector size (as an index into 2KiB, 8MiB, 512MiB, 32GiB, 64GiB, the order of
+/// filecoin-proofs-api's registered proofs) a preload id names.
+fn preload_id(id: &str) -> Option<(Which, usize)> {
+    let (kind, size) = id.split_once('-')?;
+    let which = match kind {
+        "porep" => Which::PoRep,
+        "snap" => Which::SnapDeals,
+        "wpost" => Which::WindowPartition,
+        "winning" => Which::Winning,
+        _ => return None,
+    };
+    let size = match size.to_ascii_lowercase().as_str() {
+        "2k" | "2kib" => 0,
+        "8m" | "8mib" => 1,
+        "512m" | "512mib" => 2,
+        "32g" | "32gib" => 3,
+        "64g" | "64gib" => 4,
+        _ => return None,
+    };
+    Some((which, size))
+}
+
+/// A circuit named by a preload id: nothing to prove, only its setup to load.
+struct PreloadInstance {
+    id: CircuitId,
+    load: crate::compound::LoadFn,
+    cache: Arc<ParamCache>,
+}
+
+impl fmt::Debug for PreloadInstance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreloadInstance")
+            .field("circuit", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Instance for PreloadInstance {
+    fn circuit_key(&self) -> String {
+        self.id.cache_id.clone()
+    }
+
+    fn partitions(&self) -> usize {
+        0
+    }
+
+    fn shape(&self) -> Shape {
+        estimate(&self.id)
+    }
+
+    fn record(&self) -> Result<Pce, SynthError> {
+        Err(SynthError::Rejected {
+            reason: format!(
+                "{} is loaded from the parameter cache, not recorded here",
+                self.id
+            ),
+        })
+    }
+
+    fn synthesize(&self, _pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
+        Err(SynthError::Rejected {
+            reason: format!("a preload of {} has no partition {partition}", self.id),
+        })
+    }
+
+    fn public_inputs(&self, _partition: usize) -> Vec<Fr> {
+        Vec::new()
+    }
+
+    fn load_setup(&self) -> Option<Result<ReadySetup, LoadError>> {
+        let loaded = (self.load)(&self.cache).map(|keys| {
+            // As for a request: the scheduler's setup cache owns the setup from here.
+            self.cache.evict(&self.id.cache_id);
+            ReadySetup {
+                pce: Arc::clone(&keys.pce),
+                params: Arc::clone(&keys.params),
+                source: self.id.params_file(),
+            }
+        });
+        Some(loaded.map_err(|e| Box::new(e) as LoadError))
     }
 }
 
@@ -445,6 +566,58 @@ mod tests {
             .with_byte_field("new_sealed_cid", vec![1, 2])
             .with_byte_field("new_unsealed_cid", vec![1, 2]);
         assert!(reason(snap.parse(&inputs).unwrap_err()).contains("sector_key_cid"));
+    }
+
+    #[test]
+    fn preload_ids_name_each_kinds_circuits() {
+        let porep = kind(Which::PoRep);
+        let instance = porep.instance_for_key("porep-2k").unwrap();
+        let config = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
+        let id = CircuitId::porep::<filecoin_proofs::SectorShape2KiB>(&config).unwrap();
+        assert_eq!(instance.circuit_key(), id.cache_id);
+        assert_eq!(instance.partitions(), 0);
+        assert_eq!(
+            porep.instance_for_key("porep-2KiB").unwrap().circuit_key(),
+            id.cache_id
+        );
+        assert_ne!(
+            porep.instance_for_key("porep-32g").unwrap().circuit_key(),
+            id.cache_id
+        );
+        for (which, id, prefix) in [
+            (Which::Winning, "winning-2k", "proof-of-spacetime-fallback-"),
+            (
+                Which::WindowPartition,
+                "wpost-512m",
+                "proof-of-spacetime-fallback-",
+            ),
+            (Which::SnapDeals, "snap-32g", "empty-sector-update-"),
+        ] {
+            let key = kind(which).instance_for_key(id).unwrap().circuit_key();
+            assert!(key.starts_with(prefix), "{id}: {key}");
+        }
+        // WinningPoSt and WindowPoSt circuits of one size differ.
+        assert_ne!(
+            kind(Which::Winning)
+                .instance_for_key("winning-2k")
+                .unwrap()
+                .circuit_key(),
+            kind(Which::WindowPartition)
+                .instance_for_key("wpost-2k")
+                .unwrap()
+                .circuit_key()
+        );
+        // Another kind's id, unknown sizes and names: not this kind's.
+        for id in [
+            "snap-2k",
+            "porep-1g",
+            "porep",
+            "porep-",
+            "seal-32g",
+            "synthetic-porep-1024",
+        ] {
+            assert!(porep.instance_for_key(id).is_none(), "{id}");
+        }
     }
 
     #[test]

@@ -476,7 +476,16 @@ impl ParamCache {
     }
 }
 
-fn setup_error(kind: ProofKind, e: anyhow::Error) -> Error {
+/// The PoRep circuit of `config`, for loading ahead of any request.
+pub(crate) fn porep_preload<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<crate::compound::Preload> {
+    let id = CircuitId::porep::<Tree>(config)?;
+    let config = config.clone();
+    Ok((id, Box::new(move |cache| cache.load_porep::<Tree>(&config))))
+}
+
+pub(crate) fn setup_error(kind: ProofKind, e: anyhow::Error) -> Error {
     Error::FilecoinProofs {
         kind,
         step: "public parameter setup",

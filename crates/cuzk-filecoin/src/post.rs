@@ -5,7 +5,7 @@
 use crate::cache::CircuitId;
 use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
 use crate::error::{chain, Error, ProofKind, Result};
-use crate::porep::safe;
+use crate::porep::{safe, setup_error};
 use crate::Prover;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
@@ -217,11 +217,7 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
                     found: vanilla_proofs.len(),
                 });
             }
-            let params = winning_post_setup_params(config).map_err(|e| Error::FilecoinProofs {
-                kind,
-                step: "public parameter setup",
-                message: chain(&e),
-            })?;
+            let params = winning_post_setup_params(config).map_err(|e| setup_error(kind, e))?;
             (params, None)
         }
         Mode::WindowAll | Mode::WindowPartition(_) => {
@@ -245,11 +241,7 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         priority: config.priority,
     };
     let pub_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
-        FallbackPoStCompound::setup(&setup).map_err(|e| Error::FilecoinProofs {
-            kind,
-            step: "public parameter setup",
-            message: chain(&e),
-        })?;
+        FallbackPoStCompound::setup(&setup).map_err(|e| setup_error(kind, e))?;
     let sectors: Vec<PublicSector<Domain<Tree>>> = vanilla_proofs
         .iter()
         .map(|p| PublicSector {
@@ -309,14 +301,7 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         Mode::WindowAll => (pub_inputs.clone(), 0),
     };
 
-    let id = CircuitId {
-        kind,
-        cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
-            FallbackPoStCircuit<Tree>,
-            _,
-        >>::cache_identifier(vp),
-        sector_size: u64::from(config.sector_size),
-    };
+    let id = post_id::<Tree>(kind, config, vp);
     Ok(CompoundJob {
         id,
         pub_in: pub_inputs,
@@ -328,6 +313,55 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         split: None,
         _marker: PhantomData,
     })
+}
+
+/// The id of the PoSt circuit of `config` with public parameters `vp`.
+fn post_id<Tree: 'static + MerkleTreeTrait>(
+    kind: ProofKind,
+    config: &PoStConfig,
+    vp: &fallback::PublicParams,
+) -> CircuitId {
+    CircuitId {
+        kind,
+        cache_id: <FallbackPoStCompound<Tree> as CacheableParameters<
+            FallbackPoStCircuit<Tree>,
+            _,
+        >>::cache_identifier(vp),
+        sector_size: u64::from(config.sector_size),
+    }
+}
+
+/// The PoSt circuit of `config` (one partition's: what WinningPoSt and every WindowPoSt
+/// partition prove), for loading ahead of any request.
+pub(crate) fn post_preload<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+) -> Result<crate::compound::Preload> {
+    let kind = match config.typ {
+        PoStType::Winning => ProofKind::WinningPost,
+        _ => ProofKind::WindowPost,
+    };
+    let vanilla_params = match config.typ {
+        PoStType::Winning => winning_post_setup_params(config).map_err(|e| setup_error(kind, e))?,
+        _ => window_post_setup_params(config),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params,
+        partitions: None,
+        priority: config.priority,
+    };
+    let pub_params: compound_proof::PublicParams<'static, FallbackPoSt<'static, Tree>> =
+        FallbackPoStCompound::setup(&setup).map_err(|e| setup_error(kind, e))?;
+    let id = post_id::<Tree>(kind, config, &pub_params.vanilla_params);
+    let vp = pub_params.vanilla_params;
+    let loaded_id = id.clone();
+    Ok((
+        id,
+        Box::new(move |cache| {
+            cache.circuit(&loaded_id, || {
+                FallbackPoStCompound::<Tree>::blank_circuit(&vp)
+            })
+        }),
+    ))
 }
 
 /// The PoSt job of serialized vanilla proofs for `registered`'s sector shape.

@@ -3,7 +3,7 @@
 
 use crate::cache::CircuitId;
 use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
-use crate::error::{chain, Error, ProofKind, Result};
+use crate::error::{Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::porep::nonzero;
 use crate::Prover;
@@ -16,6 +16,7 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use std::marker::PhantomData;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicInputs,
@@ -117,21 +118,8 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         partitions: Some(partitions),
         priority: false,
     };
-    let pub_params =
-        EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| Error::FilecoinProofs {
-            kind,
-            step: "public parameter setup",
-            message: chain(&e),
-        })?;
-    let vp = &pub_params.vanilla_params;
-    let id = CircuitId {
-        kind,
-        cache_id: <EmptySectorUpdateCompound<Tree> as CacheableParameters<
-            EmptySectorUpdateCircuit<Tree>,
-            _,
-        >>::cache_identifier(vp),
-        sector_size: u64::from(config.sector_size),
-    };
+    let pub_params = update_params::<Tree>(&setup)?;
+    let id = update_id::<Tree>(config, &pub_params.vanilla_params);
     Ok(CompoundJob {
         id,
         verifier_in: public_inputs.clone(),
@@ -174,6 +162,58 @@ pub(crate) fn update_job_bytes(
         comm_r_new,
         comm_d_new
     )
+}
+
+type UpdateParams<Tree> = compound_proof::PublicParams<'static, EmptySectorUpdate<Tree>>;
+
+fn update_params<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    setup: &compound_proof::SetupParams<'static, EmptySectorUpdate<Tree>>,
+) -> Result<UpdateParams<Tree>> {
+    EmptySectorUpdateCompound::<Tree>::setup(setup)
+        .map_err(|e| crate::porep::setup_error(ProofKind::SnapDeals, e))
+}
+
+/// The id of the SnapDeals circuit of `config` (the sector's PoRep configuration) with public
+/// parameters `vp`.
+fn update_id<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    config: &PoRepConfig,
+    vp: &<EmptySectorUpdate<Tree> as ProofScheme<'static>>::PublicParams,
+) -> CircuitId {
+    CircuitId {
+        kind: ProofKind::SnapDeals,
+        cache_id: <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+            EmptySectorUpdateCircuit<Tree>,
+            _,
+        >>::cache_identifier(vp),
+        sector_size: u64::from(config.sector_size),
+    }
+}
+
+/// The SnapDeals circuit of `config` (the sector's PoRep configuration), for loading ahead of
+/// any request.
+pub(crate) fn update_preload<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    config: &PoRepConfig,
+) -> Result<crate::compound::Preload> {
+    let update = SectorUpdateConfig::from_porep_config(config);
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(update.sector_size),
+        },
+        partitions: Some(usize::from(update.update_partitions)),
+        priority: false,
+    };
+    let pub_params = update_params::<Tree>(&setup)?;
+    let id = update_id::<Tree>(config, &pub_params.vanilla_params);
+    let vp = pub_params.vanilla_params;
+    let loaded_id = id.clone();
+    Ok((
+        id,
+        Box::new(move |cache| {
+            cache.circuit(&loaded_id, || {
+                EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp)
+            })
+        }),
+    ))
 }
 
 fn tree_r_domain(

@@ -381,9 +381,24 @@ impl Scheduler {
     }
 
     /// Frees circuit `circuit_key`'s parameters: the backend's device copies and the cached
-    /// setup (PCE and host parameters). Jobs already running keep what they use until they
+    /// setup (PCE and host parameters). `circuit_key` is a setup's key, or a name a kind
+    /// resolves to one ([`crate::CircuitKind::instance_for_key`], as `PreloadSRS` ids). Jobs already running keep what they use until they
     /// end; the next job of the circuit sets it up again. Returns what was freed.
     pub fn evict(&self, circuit_key: &str) -> crate::EvictReport {
+        // A name that is no setup's key but names a circuit (`PreloadSRS`'s ids) evicts that
+        // circuit's setup.
+        let resolved;
+        let circuit_key = if self.shared.registry.cached(circuit_key).is_some() {
+            circuit_key
+        } else {
+            match self.shared.registry.instance_for_key(circuit_key) {
+                Some(instance) => {
+                    resolved = instance.circuit_key();
+                    resolved.as_str()
+                }
+                None => circuit_key,
+            }
+        };
         let device = self.shared.backend.evict(circuit_key);
         let host = self.shared.registry.evict(circuit_key);
         let host_bytes = host.as_ref().map_or(0, |s| s.parameter_bytes());
