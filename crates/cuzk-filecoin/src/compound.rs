@@ -394,8 +394,11 @@ fn concat(
     len: usize,
 ) -> Vec<Fr> {
     const PIECE: usize = 1 << 16;
+    if into.capacity() < len {
+        // Fresh room of exactly `len`, rather than a reallocation that copies the old memory.
+        into = Vec::with_capacity(len);
+    }
     into.clear();
-    into.reserve_exact(len);
     into.par_extend(rayon::iter::repeat_n(Fr::ZERO, len));
     let mut pieces = Vec::new();
     let mut rest = &mut into[..];

@@ -116,6 +116,12 @@ pub(crate) fn check_csr(m: &Csr, rows: usize, num_vars: usize, name: &'static st
             col as usize + 1,
         ));
     }
+    // The sums below add and subtract for indices 0 and 1 without looking them up.
+    if m.table.first() != Some(&Scalar::ONE) || m.table.get(1) != Some(&-Scalar::ONE) {
+        let right = usize::from(m.table.first() == Some(&Scalar::ONE))
+            + usize::from(m.table.get(1) == Some(&-Scalar::ONE));
+        return Err(mismatch("PCE coefficient table head (ONE, -ONE)", 2, right));
+    }
     let table = m.table.len();
     if let Some(&k) = m.coeffs.par_iter().find_any(|&&k| k as usize >= table) {
         return Err(mismatch(

@@ -40,20 +40,17 @@ impl WitnessCs {
     }
 
     /// Like [`WitnessCs::with_capacity`], in the memory of `spare`, an earlier witness no
-    /// longer needed: its values are dropped, its allocations kept (grown if too small). A
+    /// longer needed: its values are dropped, its allocations kept. A
     /// service making witnesses of one shape back to back then neither maps fresh pages nor
-    /// gives them back for each one, both costly at hundreds of megabytes.
+    /// gives them back for each one, both costly at hundreds of megabytes. A spare too small
+    /// is freed and exact room allocated instead.
     pub fn reusing(spare: Witness, num_inputs: usize, num_aux: usize) -> WitnessCs {
-        let Witness {
-            mut inputs,
-            mut aux,
-        } = spare;
-        inputs.clear();
-        aux.clear();
-        inputs.reserve(num_inputs.max(1));
-        aux.reserve(num_aux);
+        let mut inputs = recycled(spare.inputs, num_inputs.max(1));
         inputs.push(Scalar::ONE);
-        WitnessCs { inputs, aux }
+        WitnessCs {
+            inputs,
+            aux: recycled(spare.aux, num_aux),
+        }
     }
 
     /// The assignments.
@@ -63,6 +60,17 @@ impl WitnessCs {
             aux: self.aux,
         }
     }
+}
+
+/// `v` emptied, when it has room for `n` values; else a new vector of exactly that room (not
+/// `v` grown, which could double it past what its owner accounted for).
+fn recycled(mut v: Vec<Scalar>, n: usize) -> Vec<Scalar> {
+    if v.capacity() < n {
+        drop(v);
+        return Vec::with_capacity(n);
+    }
+    v.clear();
+    v
 }
 
 /// Bulk allocations from this many variables on are zeroed by every core: a circuit that
@@ -184,6 +192,27 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reusing_keeps_room_that_fits_and_replaces_room_that_does_not() {
+        let roomy = Witness {
+            inputs: vec![Scalar::from(5); 4],
+            aux: Vec::with_capacity(1000),
+        };
+        let aux_at = roomy.aux.as_ptr();
+        let w = WitnessCs::reusing(roomy, 3, 500).into_witness();
+        assert_eq!(w.inputs, vec![Scalar::ONE]);
+        assert!(w.aux.is_empty());
+        assert_eq!(w.aux.as_ptr(), aux_at, "the spare's memory is kept");
+        // Too small: exact room, not the spare doubled (its owner accounted for 1000).
+        let small = Witness {
+            inputs: Vec::new(),
+            aux: vec![Scalar::ONE; 600],
+        };
+        let w = WitnessCs::reusing(small, 1, 1000).into_witness();
+        assert!(w.aux.is_empty());
+        assert!((1000..1200).contains(&w.aux.capacity()), "{}", w.aux.capacity());
+    }
 
     #[test]
     fn bulk_allocations_are_zeroed_tails_large_or_small() {

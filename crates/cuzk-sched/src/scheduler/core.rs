@@ -67,6 +67,8 @@ pub(crate) struct Core {
     /// Witnesses of prepared partitions, each with its reservation, kept for the next
     /// syntheses to write into while partitions wait to start; given back when none do.
     spares: Vec<Spare>,
+    /// Spares given up, freed by the dispatcher outside the lock.
+    retired: Vec<Spare>,
     pub lanes: Vec<LaneState>,
     pub synth_busy: Duration,
     pub synth_partitions: u64,
@@ -99,6 +101,7 @@ impl Core {
             idle_synth: (0..synth_workers).collect(),
             idle_lanes: idle_lanes.into(),
             spares: Vec::new(),
+            retired: Vec::new(),
             lanes: lanes
                 .iter()
                 .map(|&lane| LaneState {
@@ -350,8 +353,15 @@ impl Core {
             // Strictly in order: if the best partition that may start does not fit, nothing
             // overtakes it (which would starve large jobs); a release wakes the dispatcher
             // to retry.
-            let bytes = job.partition_bytes;
-            let (reservation, spare) = match reserve(&mut self.spares, ctx.budget, bytes) {
+            let (bytes, witness) = (job.partition_bytes, job.witness_bytes);
+            let reserved = reserve(
+                &mut self.spares,
+                &mut self.retired,
+                ctx.budget,
+                bytes,
+                witness,
+            );
+            let (reservation, spare) = match reserved {
                 Ok(r) => r,
                 Err(MemError::Unavailable { .. }) => break,
                 Err(source) => {
@@ -392,8 +402,14 @@ impl Core {
         }
         // Nothing left to start: spare witnesses give their memory back.
         if self.waiting.is_empty() {
-            self.spares.clear();
+            self.retired.append(&mut self.spares);
         }
+    }
+
+    /// Spare witnesses no longer kept, for the caller to free once the lock is released
+    /// (unmapping gigabytes takes a while); each gives its bytes back as it goes.
+    pub fn take_retired(&mut self) -> Vec<Spare> {
+        std::mem::take(&mut self.retired)
     }
 
     /// Partitions synthesizing or ready for `device`.
@@ -479,45 +495,45 @@ impl Core {
     }
 }
 
-/// `part / whole` in 0..=1.
-/// Reserves `bytes` for a partition about to synthesize, with a spare witness whose memory
-/// it can write into when one is no larger: the spare's reservation plus the rest from the
-/// budget. When the budget has no room, the other spares give theirs back first, since no
-/// synthesis is waiting on them. On failure the spare is kept for the next attempt.
+/// Reserves `bytes` for a partition about to synthesize, whose witness takes `witness` of
+/// them, with a spare witness whose memory it can write into when one is no larger than that:
+/// the spare's reservation plus the rest from the budget. When the budget has no room, every
+/// spare is retired into `retired` (the caller frees them outside the lock, which gives their
+/// bytes back and wakes the dispatcher to try again): no synthesis uses their memory now.
 fn reserve(
     spares: &mut Vec<Spare>,
+    retired: &mut Vec<Spare>,
     budget: &Budget,
     bytes: u64,
+    witness: u64,
 ) -> Result<(Reservation, Option<Witness>), MemError> {
-    let fitting = spares.iter().position(|s| s.reservation.bytes() <= bytes);
+    let fitting = spares.iter().position(|s| s.reservation.bytes() <= witness);
     let spare = fitting.map(|i| spares.swap_remove(i));
     let held = spare.as_ref().map_or(0, |s| s.reservation.bytes());
-    let top_up = match budget.try_reserve(bytes - held) {
-        Err(MemError::Unavailable { .. }) if !spares.is_empty() => {
-            spares.clear();
-            budget.try_reserve(bytes - held)
-        }
-        other => other,
-    };
-    match (top_up, spare) {
-        (Ok(top_up), None) => Ok((top_up, None)),
-        (
-            Ok(top_up),
+    match budget.try_reserve(bytes - held) {
+        Ok(top_up) => match spare {
+            None => Ok((top_up, None)),
             Some(Spare {
                 witness,
                 mut reservation,
-            }),
-        ) => {
-            reservation.merge(top_up)?;
-            Ok((reservation, Some(witness)))
+            }) => {
+                reservation.merge(top_up)?;
+                Ok((reservation, Some(witness)))
+            }
+        },
+        Err(e @ MemError::Unavailable { .. }) => {
+            retired.extend(spare);
+            retired.append(spares);
+            Err(e)
         }
-        (Err(e), spare) => {
+        Err(e) => {
             spares.extend(spare);
             Err(e)
         }
     }
 }
 
+/// `part / whole` in 0..=1.
 pub(crate) fn ratio(part: Duration, whole: Duration) -> f64 {
     if whole.is_zero() {
         return 0.0;
@@ -543,46 +559,52 @@ mod tests {
     }
 
     #[test]
-    fn a_spare_no_larger_than_the_partition_is_topped_up_to_it() {
-        let budget = Budget::new("host", 100);
-        let mut spares = vec![spare(&budget, 70), spare(&budget, 20)];
-        let (r, witness) = reserve(&mut spares, &budget, 30).unwrap();
+    fn a_spare_no_larger_than_the_witness_is_topped_up_to_the_partition() {
+        let budget = Budget::new("host", 200);
+        let mut spares = vec![spare(&budget, 70), spare(&budget, 20), spare(&budget, 25)];
+        let mut retired = Vec::new();
+        let (r, witness) = reserve(&mut spares, &mut retired, &budget, 30, 24).unwrap();
         assert_eq!(r.bytes(), 30);
         assert_eq!(witness.unwrap().inputs, vec![Scalar::from(20)]);
-        // The larger spare stays, its memory still counted.
-        assert_eq!((spares.len(), budget.used()), (1, 100));
+        // The larger spares stay, their memory still counted.
+        assert_eq!((spares.len(), budget.used()), (2, 30 + 70 + 25));
+        assert!(retired.is_empty());
         drop(r);
-        assert_eq!(budget.used(), 70);
+        assert_eq!(budget.used(), 95);
     }
 
     #[test]
-    fn spares_give_their_memory_back_when_the_budget_is_short() {
+    fn when_the_budget_is_short_every_spare_is_retired() {
         let budget = Budget::new("host", 100);
         let mut spares = vec![spare(&budget, 60), spare(&budget, 30)];
-        // 30 of the 50 come from the fitting spare; the other spare makes room for the rest.
-        let (r, witness) = reserve(&mut spares, &budget, 50).unwrap();
-        assert!(witness.is_some());
+        let mut retired = Vec::new();
+        // 30 would come from the fitting spare, but the other 20 do not fit: both go.
+        assert!(matches!(
+            reserve(&mut spares, &mut retired, &budget, 50, 40),
+            Err(MemError::Unavailable { .. })
+        ));
         assert!(spares.is_empty());
+        assert_eq!((retired.len(), budget.used()), (2, 90));
+        drop(retired);
+        let mut retired = Vec::new();
+        let (r, witness) = reserve(&mut spares, &mut retired, &budget, 50, 40).unwrap();
+        assert!(witness.is_none());
         assert_eq!((r.bytes(), budget.used()), (50, 50));
     }
 
     #[test]
-    fn a_failed_reservation_keeps_the_spare_and_its_memory() {
+    fn other_failures_keep_the_spare() {
         let budget = Budget::new("host", 100);
-        let held = budget.try_reserve(60).unwrap();
         let mut spares = vec![spare(&budget, 30)];
+        let mut retired = Vec::new();
         assert!(matches!(
-            reserve(&mut spares, &budget, 80),
-            Err(MemError::Unavailable { .. })
+            reserve(&mut spares, &mut retired, &budget, 200, 40),
+            Err(MemError::ExceedsCapacity { .. })
         ));
-        assert_eq!((spares.len(), budget.used()), (1, 90));
-        drop(held);
-        let (r, witness) = reserve(&mut spares, &budget, 80).unwrap();
-        assert!(witness.is_some());
-        assert_eq!((r.bytes(), budget.used()), (80, 80));
+        assert_eq!((spares.len(), retired.len(), budget.used()), (1, 0, 30));
         // Without spares: a plain reservation.
-        let (r2, none) = reserve(&mut spares, &budget, 20).unwrap();
+        let (r, none) = reserve(&mut Vec::new(), &mut retired, &budget, 20, 20).unwrap();
         assert!(none.is_none());
-        assert_eq!((r2.bytes(), budget.used()), (20, 100));
+        assert_eq!((r.bytes(), budget.used()), (20, 50));
     }
 }

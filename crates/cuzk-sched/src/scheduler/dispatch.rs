@@ -54,5 +54,9 @@ pub(crate) fn run(
         if core.jobs.is_empty() {
             shared.drained.notify_all();
         }
+        let retired = core.take_retired();
+        drop(core);
+        // Freed outside the lock: each gives its memory back, then its reserved bytes.
+        drop(retired);
     }
 }

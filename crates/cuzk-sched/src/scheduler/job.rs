@@ -53,6 +53,9 @@ pub(crate) struct Job {
     pub setup_used: Option<Arc<Setup>>,
     /// Host memory reserved per partition.
     pub partition_bytes: u64,
+    /// Bytes of a partition's witness (its variables), of `partition_bytes`: the most a spare
+    /// witness reused for it may hold.
+    pub witness_bytes: u64,
     pub submitted: Instant,
     pub deadline: Option<Instant>,
     pub first_start: Option<Instant>,

@@ -190,6 +190,10 @@ impl Scheduler {
             None => instance.shape(),
         };
         let partition_bytes = shared.backend.partition_bytes(&shape);
+        let witness_bytes = (shape.inputs as u64)
+            .saturating_add(shape.aux as u64)
+            .saturating_mul(std::mem::size_of::<cuzk_field::Scalar>() as u64)
+            .min(partition_bytes);
         let mut core = lock(&shared.core);
         if !core.accepting {
             return Err(SubmitError::ShuttingDown);
@@ -234,6 +238,7 @@ impl Scheduler {
             setup: Duration::ZERO,
             setup_used: None,
             partition_bytes,
+            witness_bytes,
             submitted: Instant::now(),
             deadline: request.deadline,
             first_start: None,

@@ -31,6 +31,8 @@ pub(crate) fn synthesis_loop(
         let spare = task.spare.take().unwrap_or_default();
         let mut used = None;
         let outcome = if task.cancelled.load(Ordering::Relaxed) {
+            // Freed before the reservation that covers it goes back.
+            drop(spare);
             Err(JobError::Cancelled { job: task.job })
         } else {
             let span = tracing::info_span!(
@@ -51,10 +53,10 @@ pub(crate) fn synthesis_loop(
         };
         let mut reservation = task.reservation;
         // A prepared partition no longer needs its witness: the memory goes back with the
-        // part of the reservation it accounts for, for the next synthesis to write into.
+        // part of the reservation it accounts for, for the next synthesis to write into. A
+        // witness larger than the reservation (a shape estimated short) is freed here instead.
         let spare = used.and_then(|witness| {
-            let bytes = witness_bytes(&witness).min(reservation.bytes());
-            let reservation = reservation.split_off(bytes).ok()?;
+            let reservation = reservation.split_off(witness_bytes(&witness)).ok()?;
             Some(Spare {
                 witness,
                 reservation,

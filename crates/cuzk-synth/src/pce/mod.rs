@@ -93,6 +93,11 @@ impl Csr {
         if self.row_ptr.is_empty() {
             self.row_ptr.push(0);
         }
+        if self.table.len() < 2 {
+            // ONE and −ONE head every table, even one whose rows are all empty.
+            self.table.truncate(0);
+            self.table.extend([Scalar::ONE, -Scalar::ONE]);
+        }
         for (col, val) in entries {
             self.cols.push(*col);
             let k = self.interner.intern(&mut self.table, val);
@@ -225,11 +230,13 @@ impl PartialEq for Csr {
     fn eq(&self, other: &Csr) -> bool {
         let same_coeffs = || {
             (self.table == other.table && self.coeffs == other.coeffs)
-                || self
-                    .coeffs
-                    .iter()
-                    .zip(&other.coeffs)
-                    .all(|(&i, &j)| self.table.get(i as usize) == other.table.get(j as usize))
+                || self.coeffs.iter().zip(&other.coeffs).all(|(&i, &j)| {
+                    match (self.table.get(i as usize), other.table.get(j as usize)) {
+                        (Some(a), Some(b)) => a == b,
+                        // An index past its table (an invalid matrix) equals nothing.
+                        _ => false,
+                    }
+                })
         };
         self.row_ptr == other.row_ptr
             && self.cols == other.cols
@@ -501,6 +508,16 @@ mod tests {
     use super::Csr;
     use cuzk_field::Scalar;
     use ff::Field;
+
+    #[test]
+    fn a_default_matrix_of_empty_rows_has_the_table_head() {
+        let mut m = Csr::default();
+        m.push_row(&[]);
+        m.push_row(&[]);
+        assert_eq!(m.table, vec![Scalar::ONE, -Scalar::ONE]);
+        assert_eq!(m.num_rows(), 2);
+        assert!(m.validate("A", 2, 1).is_ok());
+    }
 
     #[test]
     fn rows_intern_their_coefficients() {
