@@ -211,7 +211,11 @@ mod tests {
         };
         let w = WitnessCs::reusing(small, 1, 1000).into_witness();
         assert!(w.aux.is_empty());
-        assert!((1000..1200).contains(&w.aux.capacity()), "{}", w.aux.capacity());
+        assert!(
+            (1000..1200).contains(&w.aux.capacity()),
+            "{}",
+            w.aux.capacity()
+        );
     }
 
     #[test]
