@@ -78,30 +78,23 @@ async fn filecoin_daemon_porep_c2_2kib_verify_seal() -> Result<()> {
     assert_eq!(response.partitions, 1);
     assert_eq!(response.proof.len(), 192);
     assert!(response.verified);
-    let ok = filecoin_proofs_api::seal::verify_seal(
-        c1.registered_proof,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id,
-        SectorId::from(91),
-        c1.ticket,
-        c1.seed,
-        &response.proof,
-    )?;
+    let verify_seal = |proof: &[u8]| {
+        filecoin_proofs_api::seal::verify_seal(
+            c1.registered_proof,
+            c1.comm_r,
+            c1.comm_d,
+            prover_id,
+            SectorId::from(91),
+            c1.ticket,
+            c1.seed,
+            proof,
+        )
+    };
+    let ok = verify_seal(&response.proof)?;
     assert!(ok, "verify_seal rejected the daemon's proof");
     let mut bad = response.proof.clone();
     bad[100] ^= 1;
-    assert!(!filecoin_proofs_api::seal::verify_seal(
-        c1.registered_proof,
-        c1.comm_r,
-        c1.comm_d,
-        prover_id,
-        SectorId::from(91),
-        c1.ticket,
-        c1.seed,
-        &bad,
-    )
-    .unwrap_or(false));
+    assert!(!verify_seal(&bad).unwrap_or(false));
 
     // The bare C1 JSON works as well, now with the circuit set up.
     let again = prove(&mut client, porep_request(json, 91)).await;

@@ -77,6 +77,16 @@ pub(crate) type Preload = (CircuitId, LoadFn);
 /// Loads a circuit's parameters and PCE into a cache.
 pub(crate) type LoadFn = Box<dyn Fn(&ParamCache) -> Result<Arc<CircuitKeys>> + Send + Sync>;
 
+/// The [`Preload`] of circuit `id`, whose blank circuit (what its PCE is recorded from)
+/// `blank` makes, as [`CompoundJob`]'s `load` makes it.
+pub(crate) fn preload<C: bellpepper_core::Circuit<Fr> + 'static>(
+    id: CircuitId,
+    blank: impl Fn() -> C + Send + Sync + 'static,
+) -> Preload {
+    let loaded = id.clone();
+    (id, Box::new(move |cache| cache.circuit(&loaded, &blank)))
+}
+
 /// How a partition's circuit is split into runs of its challenges, if at all: from the
 /// circuits' public inputs and parameters, the partition index, its vanilla proof and the
 /// number of partitions.

@@ -353,15 +353,9 @@ pub(crate) fn post_preload<Tree: 'static + MerkleTreeTrait>(
         FallbackPoStCompound::setup(&setup).map_err(|e| setup_error(kind, e))?;
     let id = post_id::<Tree>(kind, config, &pub_params.vanilla_params);
     let vp = pub_params.vanilla_params;
-    let loaded_id = id.clone();
-    Ok((
-        id,
-        Box::new(move |cache| {
-            cache.circuit(&loaded_id, || {
-                FallbackPoStCompound::<Tree>::blank_circuit(&vp)
-            })
-        }),
-    ))
+    Ok(crate::compound::preload(id, move || {
+        FallbackPoStCompound::<Tree>::blank_circuit(&vp)
+    }))
 }
 
 /// The PoSt job of serialized vanilla proofs for `registered`'s sector shape.

@@ -205,15 +205,9 @@ pub(crate) fn update_preload<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHashe
     let pub_params = update_params::<Tree>(&setup)?;
     let id = update_id::<Tree>(config, &pub_params.vanilla_params);
     let vp = pub_params.vanilla_params;
-    let loaded_id = id.clone();
-    Ok((
-        id,
-        Box::new(move |cache| {
-            cache.circuit(&loaded_id, || {
-                EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp)
-            })
-        }),
-    ))
+    Ok(crate::compound::preload(id, move || {
+        EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp)
+    }))
 }
 
 fn tree_r_domain(

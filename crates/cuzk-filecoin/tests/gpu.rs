@@ -20,10 +20,8 @@ use cuzk_filecoin::{
 use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_synth::{Pce, Witness};
 use filecoin_proofs::{
-    generate_fallback_sector_challenges, generate_single_vanilla_proof,
     merge_window_post_partition_proofs, verify_empty_sector_update_proof, verify_window_post,
-    verify_winning_post, FallbackPoStSectorProof, PartitionSnarkProof, PrivateReplicaInfo,
-    PublicReplicaInfo,
+    verify_winning_post, FallbackPoStSectorProof, PartitionSnarkProof, PublicReplicaInfo,
 };
 use std::collections::BTreeMap;
 use std::fs;
@@ -189,27 +187,9 @@ fn gpu_winning_post_2kib() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_window_post_2kib_two_partitions() -> Result<()> {
-    let porep = porep_config();
-    let sealed: Vec<Sealed> = (0..3)
-        .map(|i| seal(&porep, PROVER_ID, 161 + i, 60 + i as u8))
-        .collect::<Result<_>>()?;
+    let (sealed, vanilla) = window_vanilla(PROVER_ID, 161, 3, 60, &RANDOMNESS)?;
     let registered = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
     let config = registered.as_v1_config();
-    let ids: Vec<SectorId> = sealed.iter().map(|s| s.sector_id).collect();
-    let challenges =
-        generate_fallback_sector_challenges::<Tree>(&config, &RANDOMNESS, &ids, PROVER_ID)?;
-    let mut vanilla = Vec::new();
-    for s in &sealed {
-        let replica =
-            PrivateReplicaInfo::<Tree>::new(s.replica.clone(), s.comm_r, s.cache_dir.clone())?;
-        let v = generate_single_vanilla_proof::<Tree>(
-            &config,
-            s.sector_id,
-            &replica,
-            &challenges[&s.sector_id],
-        )?;
-        vanilla.push(bincode::serialize(&v)?);
-    }
     let public: BTreeMap<SectorId, PublicReplicaInfo> = sealed
         .iter()
         .map(|s| Ok((s.sector_id, PublicReplicaInfo::new(s.comm_r)?)))

@@ -329,29 +329,16 @@ pub fn winning_vanilla(
     seed: u8,
     randomness: &[u8; 32],
 ) -> Result<(Sealed, Vec<u8>)> {
-    use filecoin_proofs::{
-        generate_fallback_sector_challenges, generate_single_vanilla_proof, PrivateReplicaInfo,
-    };
     let sealed = seal(&porep_config(), prover_id, sector, seed)?;
     let config = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
-    let challenges = generate_fallback_sector_challenges::<Tree>(
+    let mut vanilla = post_vanilla(
         &config,
-        randomness,
-        &[sealed.sector_id],
+        std::slice::from_ref(&sealed),
         prover_id,
+        randomness,
     )?;
-    let replica = PrivateReplicaInfo::<Tree>::new(
-        sealed.replica.clone(),
-        sealed.comm_r,
-        sealed.cache_dir.clone(),
-    )?;
-    let vanilla = generate_single_vanilla_proof::<Tree>(
-        &config,
-        sealed.sector_id,
-        &replica,
-        &challenges[&sealed.sector_id],
-    )?;
-    Ok((sealed, bincode::serialize(&vanilla)?))
+    let one = vanilla.pop().expect("one sector, one vanilla proof");
+    Ok((sealed, one))
 }
 
 /// `count` freshly sealed 2KiB sectors (numbers from `first`, data from `seed` on) and their
@@ -364,29 +351,41 @@ pub fn window_vanilla(
     seed: u8,
     randomness: &[u8; 32],
 ) -> Result<(Vec<Sealed>, Vec<Vec<u8>>)> {
-    use filecoin_proofs::{
-        generate_fallback_sector_challenges, generate_single_vanilla_proof, PrivateReplicaInfo,
-    };
     let sealed: Vec<Sealed> = (0..count)
         .map(|i| seal(&porep_config(), prover_id, first + i as u64, seed + i as u8))
         .collect::<Result<_>>()?;
     let config = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow2KiBV1_2.as_v1_config();
+    let vanilla = post_vanilla(&config, &sealed, prover_id, randomness)?;
+    Ok((sealed, vanilla))
+}
+
+/// The PoSt vanilla proofs of `sealed` under `config` for `randomness`, bincode, one per
+/// sector, as filecoin-proofs-api's `generate_single_vanilla_proof` makes them.
+fn post_vanilla(
+    config: &filecoin_proofs::PoStConfig,
+    sealed: &[Sealed],
+    prover_id: ProverId,
+    randomness: &[u8; 32],
+) -> Result<Vec<Vec<u8>>> {
+    use filecoin_proofs::{
+        generate_fallback_sector_challenges, generate_single_vanilla_proof, PrivateReplicaInfo,
+    };
     let ids: Vec<SectorId> = sealed.iter().map(|s| s.sector_id).collect();
     let challenges =
-        generate_fallback_sector_challenges::<Tree>(&config, randomness, &ids, prover_id)?;
+        generate_fallback_sector_challenges::<Tree>(config, randomness, &ids, prover_id)?;
     let mut vanilla = Vec::new();
-    for s in &sealed {
+    for s in sealed {
         let replica =
             PrivateReplicaInfo::<Tree>::new(s.replica.clone(), s.comm_r, s.cache_dir.clone())?;
         let v = generate_single_vanilla_proof::<Tree>(
-            &config,
+            config,
             s.sector_id,
             &replica,
             &challenges[&s.sector_id],
         )?;
         vanilla.push(bincode::serialize(&v)?);
     }
-    Ok((sealed, vanilla))
+    Ok(vanilla)
 }
 
 /// A SnapDeals update of a freshly sealed 2KiB CC sector with new data: the CC sector, the new

@@ -125,6 +125,18 @@ struct Preparing {
     seen: Mutex<Vec<(usize, usize, String)>>,
 }
 
+impl Preparing {
+    /// Over the CPU backend with `devices` × `workers` lanes, nothing counted yet.
+    fn new(devices: usize, workers: usize) -> Preparing {
+        Preparing {
+            cpu: CpuBackend::with_lanes(devices, workers),
+            prepared: AtomicUsize::new(0),
+            plain_proofs: AtomicUsize::new(0),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl Backend for Preparing {
     fn name(&self) -> &str {
         "preparing-cpu"
@@ -197,12 +209,7 @@ impl Backend for Preparing {
 
 #[test]
 fn prepared_partitions_reach_a_lane_of_their_device() {
-    let backend = Arc::new(Preparing {
-        cpu: CpuBackend::with_lanes(2, 2),
-        prepared: AtomicUsize::new(0),
-        plain_proofs: AtomicUsize::new(0),
-        seen: Mutex::new(Vec::new()),
-    });
+    let backend = Arc::new(Preparing::new(2, 2));
     let s = start(
         Arc::clone(&backend) as Arc<dyn Backend>,
         registry(vec![]),
@@ -237,12 +244,7 @@ fn prepared_partitions_reach_a_lane_of_their_device() {
 
 #[test]
 fn prepared_witnesses_lend_their_memory_to_the_next_and_give_it_back_when_idle() {
-    let backend = Arc::new(Preparing {
-        cpu: CpuBackend::with_lanes(1, 2),
-        prepared: AtomicUsize::new(0),
-        plain_proofs: AtomicUsize::new(0),
-        seen: Mutex::new(Vec::new()),
-    });
+    let backend = Arc::new(Preparing::new(1, 2));
     // Room for about three partitions at a time: spares must share the budget with them.
     let one = Shape {
         constraints: 1 << LOG2,
@@ -284,12 +286,7 @@ fn prepared_witnesses_lend_their_memory_to_the_next_and_give_it_back_when_idle()
 
 #[test]
 fn preload_and_evict_go_through_the_backend_and_the_cache() {
-    let backend = Arc::new(Preparing {
-        cpu: CpuBackend::with_lanes(2, 1),
-        prepared: AtomicUsize::new(0),
-        plain_proofs: AtomicUsize::new(0),
-        seen: Mutex::new(Vec::new()),
-    });
+    let backend = Arc::new(Preparing::new(2, 1));
     let s = start(
         backend,
         registry(vec![]),

@@ -94,9 +94,9 @@ impl Csr {
             self.row_ptr.push(0);
         }
         if self.table.len() < 2 {
-            // ONE and −ONE head every table, even one whose rows are all empty.
-            self.table.truncate(0);
-            self.table.extend([Scalar::ONE, -Scalar::ONE]);
+            // ONE and −ONE head every table, even one whose rows are all empty (interning
+            // ONE puts them there).
+            self.interner.intern(&mut self.table, &Scalar::ONE);
         }
         for (col, val) in entries {
             self.cols.push(*col);
