@@ -38,25 +38,31 @@ pub struct RequestSpec {
     /// WINNING_POST.
     #[arg(long)]
     pub proof_kind: Option<String>,
-    /// The vanilla proof file: a PoRep C1 output (JSON, bare or in Curio's envelope); for
-    /// PoSt and SnapDeals, the bincode vanilla proofs back to back.
+    /// PoRep C2: the C1 output file (JSON, bare or in Curio's envelope), sent as
+    /// `vanilla_proof`.
     #[arg(long)]
     pub vanilla_proof_file: Option<PathBuf>,
+    /// PoSt and SnapDeals: one file per vanilla proof (repeatable, in order), sent as
+    /// `vanilla_proofs`: a bincode `FallbackPoStSectorProof` per challenged sector, or a
+    /// bincode `PartitionProof` per SnapDeals partition.
+    #[arg(long = "vanilla-proofs-file", value_name = "FILE")]
+    #[serde(default)]
+    pub vanilla_proofs_files: Vec<PathBuf>,
     /// PoSt randomness, 32 bytes in hex.
     #[arg(long)]
     pub randomness_hex: Option<String>,
     /// The partition, for WINDOW_POST_PARTITION.
     #[arg(long)]
     pub partition_index: Option<u32>,
-    /// SnapDeals: the sector key (old sealed) CID, binary CID in hex.
+    /// SnapDeals: the sector key's comm_r, in hex (32 raw bytes, or a binary commitment CID).
     #[arg(long)]
-    pub sector_key_cid_hex: Option<String>,
-    /// SnapDeals: the new sealed CID, binary CID in hex.
+    pub comm_r_old: Option<String>,
+    /// SnapDeals: the new comm_r, in hex (32 raw bytes, or a binary commitment CID).
     #[arg(long)]
-    pub new_sealed_cid_hex: Option<String>,
-    /// SnapDeals: the new unsealed CID, binary CID in hex.
+    pub comm_r_new: Option<String>,
+    /// SnapDeals: the new comm_d, in hex (32 raw bytes, or a binary commitment CID).
     #[arg(long)]
-    pub new_unsealed_cid_hex: Option<String>,
+    pub comm_d_new: Option<String>,
     /// Sector size in bytes.
     #[arg(long)]
     pub sector_size: Option<u64>,
@@ -103,6 +109,7 @@ impl RequestSpec {
                 for p in [&mut spec.input_file, &mut spec.vanilla_proof_file]
                     .into_iter()
                     .flatten()
+                    .chain(spec.vanilla_proofs_files.iter_mut())
                 {
                     *p = base.join(&*p);
                 }
@@ -120,9 +127,9 @@ impl RequestSpec {
             vanilla_proof_file,
             randomness_hex,
             partition_index,
-            sector_key_cid_hex,
-            new_sealed_cid_hex,
-            new_unsealed_cid_hex,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
             sector_size,
             registered_proof,
             sector_number,
@@ -130,6 +137,9 @@ impl RequestSpec {
             priority,
             deadline_ms
         );
+        if !self.vanilla_proofs_files.is_empty() {
+            spec.vanilla_proofs_files = self.vanilla_proofs_files.clone();
+        }
         spec.fields.extend(self.fields.clone());
         spec.fields.extend(self.field_flags.iter().cloned());
         Ok(spec)
@@ -170,23 +180,15 @@ impl RequestSpec {
             r.vanilla_proof =
                 std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         }
+        for path in &self.vanilla_proofs_files {
+            r.vanilla_proofs
+                .push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+        }
         for (flag, hex, field) in [
             ("--randomness-hex", &self.randomness_hex, &mut r.randomness),
-            (
-                "--sector-key-cid-hex",
-                &self.sector_key_cid_hex,
-                &mut r.sector_key_cid,
-            ),
-            (
-                "--new-sealed-cid-hex",
-                &self.new_sealed_cid_hex,
-                &mut r.new_sealed_cid,
-            ),
-            (
-                "--new-unsealed-cid-hex",
-                &self.new_unsealed_cid_hex,
-                &mut r.new_unsealed_cid,
-            ),
+            ("--comm-r-old", &self.comm_r_old, &mut r.comm_r_old),
+            ("--comm-r-new", &self.comm_r_new, &mut r.comm_r_new),
+            ("--comm-d-new", &self.comm_d_new, &mut r.comm_d_new),
         ] {
             if let Some(hex) = hex {
                 *field = decode_hex(hex).with_context(|| format!("{flag} {hex:?}"))?;
@@ -282,7 +284,7 @@ mod tests {
             proof_kind: Some("WINDOW_POST_PARTITION".into()),
             randomness_hex: Some("07".repeat(32)),
             partition_index: Some(3),
-            new_sealed_cid_hex: Some("0182".into()),
+            comm_r_new: Some("0182".into()),
             registered_proof: Some(10),
             ..RequestSpec::default()
         };
@@ -290,7 +292,7 @@ mod tests {
         assert_eq!(r.proof_kind(), ProofKind::WindowPostPartition);
         assert_eq!(r.randomness, [7; 32]);
         assert_eq!(r.partition_index, 3);
-        assert_eq!(r.new_sealed_cid, [1, 0x82]);
+        assert_eq!(r.comm_r_new, [1, 0x82]);
         assert_eq!(r.registered_proof, 10);
         let odd = RequestSpec {
             randomness_hex: Some("7".into()),

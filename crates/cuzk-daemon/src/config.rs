@@ -47,6 +47,10 @@ pub struct ServerSection {
     pub metrics_listen: String,
     /// Largest message, a size such as `128MiB`.
     pub max_message_size: String,
+    /// `auto` or a size: most request bytes one call may have in flight.
+    pub request_bytes_per_call: String,
+    /// `auto` or a size: most request bytes all calls together may have in flight.
+    pub request_bytes_in_flight: String,
     /// Bearer token, or empty.
     pub auth_token: String,
     /// File holding the bearer token, or empty.
@@ -63,6 +67,8 @@ impl Default for ServerSection {
             listen: "127.0.0.1:9820".into(),
             metrics_listen: "127.0.0.1:9821".into(),
             max_message_size: "256MiB".into(),
+            request_bytes_per_call: "auto".into(),
+            request_bytes_in_flight: "auto".into(),
             auth_token: String::new(),
             auth_token_file: String::new(),
             allow_remote_without_token: false,
@@ -163,6 +169,8 @@ pub struct SchedulerSection {
     pub max_queued_jobs: usize,
     /// Finished jobs remembered.
     pub finished_history: usize,
+    /// Seconds a Prove job keeps running after its last waiter left.
+    pub retry_grace_secs: u64,
 }
 
 impl Default for SchedulerSection {
@@ -173,6 +181,7 @@ impl Default for SchedulerSection {
             cpu_threads: 0,
             max_queued_jobs: 1024,
             finished_history: 1024,
+            retry_grace_secs: 300,
         }
     }
 }
@@ -299,10 +308,18 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     /// Largest message in bytes.
     pub max_message_size: usize,
+    /// Most request bytes one call may have in flight (`None`: automatic, see
+    /// `server::admission::Limits::resolve`).
+    pub request_bytes_per_call: Option<u64>,
+    /// Most request bytes all calls may have in flight (`None`: automatic).
+    pub request_bytes_in_flight: Option<u64>,
     /// Bearer token, if any.
     pub auth_token: Option<String>,
     /// Grace period on shutdown.
     pub shutdown_grace: Duration,
+    /// How long a Prove job keeps running after its last waiter left, for a retry to
+    /// attach (0: cancelled at once).
+    pub retry_grace: Duration,
     /// Backend.
     pub backend: BackendChoice,
     /// Device ordinals (empty: all).
@@ -372,6 +389,29 @@ impl Config {
                 "too large for this platform",
             )
         })?;
+        let request_size = |key, text: &str| match text.trim() {
+            "auto" => Ok(None),
+            other => match size(key, other)? {
+                n if n < 1 << 20 => Err(invalid(key, other, "must be at least 1MiB (or \"auto\")")),
+                n => Ok(Some(n)),
+            },
+        };
+        let request_bytes_per_call =
+            request_size("server.request_bytes_per_call", &s.request_bytes_per_call)?;
+        let request_bytes_in_flight =
+            request_size("server.request_bytes_in_flight", &s.request_bytes_in_flight)?;
+        if let (Some(call), Some(total)) = (request_bytes_per_call, request_bytes_in_flight) {
+            if call > total {
+                return Err(invalid(
+                    "server.request_bytes_per_call",
+                    &s.request_bytes_per_call,
+                    format!(
+                        "is larger than server.request_bytes_in_flight ({}): no call could use it",
+                        s.request_bytes_in_flight
+                    ),
+                ));
+            }
+        }
         let auth_token = token(s)?;
         let nonzero = |n: usize| (n > 0).then_some(n);
         for (key, addr) in [
@@ -440,8 +480,11 @@ impl Config {
             listen,
             metrics_listen,
             max_message_size,
+            request_bytes_per_call,
+            request_bytes_in_flight,
             auth_token,
             shutdown_grace: Duration::from_secs(s.shutdown_grace_secs),
+            retry_grace: Duration::from_secs(q.retry_grace_secs),
             backend,
             devices: self.prover.devices.clone(),
             workers_per_device: nonzero(self.prover.workers_per_device),
@@ -590,6 +633,8 @@ mod tests {
         let s = Config::default().settings().unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:9820");
         assert_eq!(s.max_message_size, 256 << 20);
+        assert_eq!(s.request_bytes_per_call, None);
+        assert_eq!(s.request_bytes_in_flight, None);
         assert_eq!(s.filecoin.generate_up_to, 0);
         assert!(s.filecoin.verify_digests);
         assert_eq!(s.host_budget, HostBudget::Auto);
@@ -637,6 +682,22 @@ mod tests {
         assert_eq!(f.generate_up_to, 2048);
         assert!(!f.verify_digests);
         assert!(err("[server]\nlisten_on = 1").contains("listen_on"));
+        assert!(err("[server]\nrequest_bytes_per_call = \"1KiB\"")
+            .contains("server.request_bytes_per_call"));
+        assert!(err("[server]\nrequest_bytes_in_flight = \"lots\"")
+            .contains("server.request_bytes_in_flight"));
+        assert!(err(
+            "[server]\nrequest_bytes_per_call = \"2GiB\"\nrequest_bytes_in_flight = \"1GiB\""
+        )
+        .contains("larger than server.request_bytes_in_flight"));
+        let c = Config::parse(
+            "[server]\nrequest_bytes_per_call = \"64MiB\"\nrequest_bytes_in_flight = \"1GiB\"",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let s = c.settings().unwrap();
+        assert_eq!(s.request_bytes_per_call, Some(64 << 20));
+        assert_eq!(s.request_bytes_in_flight, Some(1 << 30));
         let remote = "[server]\nlisten = \"0.0.0.0:9820\"\nauth_token = \"s3cret\"";
         let c = Config::parse(remote, Path::new("t.toml")).unwrap();
         assert_eq!(c.settings().unwrap().auth_token.as_deref(), Some("s3cret"));

@@ -1,6 +1,7 @@
 //! The edge between the wire and the scheduler: requests in, statuses and responses out.
 //! Every scheduler error gets its gRPC code here and nowhere else.
 
+use crate::jobs::Digest;
 use crate::proto::{
     await_proof_response, AwaitProofResponse, Priority, ProofKind, SubmitProofRequest,
 };
@@ -67,10 +68,10 @@ pub fn to_request(
                 kind.as_str_name()
             )));
         }
-        // The Filecoin kinds read the vanilla proof, the sector's numbers, the randomness
-        // and the SnapDeals CIDs; zeros and empty bytes are proto3's "unset", so only set
-        // values are passed on.
-        let mut inputs = Inputs::from_bytes(submit.vanilla_proof);
+        // The Filecoin kinds read the vanilla proof(s), the sector's numbers, the randomness
+        // and the SnapDeals commitments; zeros and empty bytes are proto3's "unset", so only
+        // set values are passed on.
+        let mut inputs = Inputs::from_bytes(submit.vanilla_proof).with_parts(submit.vanilla_proofs);
         for (field, value) in [
             ("sector_size", submit.sector_size),
             ("registered_proof", submit.registered_proof),
@@ -84,9 +85,9 @@ pub fn to_request(
         }
         for (field, value) in [
             ("randomness", submit.randomness),
-            ("sector_key_cid", submit.sector_key_cid),
-            ("new_sealed_cid", submit.new_sealed_cid),
-            ("new_unsealed_cid", submit.new_unsealed_cid),
+            ("comm_r_old", submit.comm_r_old),
+            ("comm_r_new", submit.comm_r_new),
+            ("comm_d_new", submit.comm_d_new),
         ] {
             if !value.is_empty() {
                 inputs = inputs.with_byte_field(field, value);
@@ -99,6 +100,44 @@ pub fn to_request(
         request = request.with_timeout(Duration::from_millis(submit.deadline_ms));
     }
     Ok(request)
+}
+
+/// A digest of everything `submit` asks for: every field but the request id (so a retry
+/// of the same request under the same id has the same digest, and any change does not).
+pub fn request_digest(submit: &mut SubmitProofRequest) -> Digest {
+    let request_id = std::mem::take(&mut submit.request_id);
+    let vanilla_proof = std::mem::take(&mut submit.vanilla_proof);
+    let vanilla_proofs = std::mem::take(&mut submit.vanilla_proofs);
+    let circuit_inputs = std::mem::take(&mut submit.circuit_inputs);
+    let fields = std::mem::take(&mut submit.circuit_fields);
+    // The small fields as protobuf (new fields are covered without a change here); the
+    // large ones and the map (whose encoding order is not fixed) apart, length-prefixed.
+    let mut state = blake2b_simd::Params::new().hash_length(32).to_state();
+    let head = prost::Message::encode_to_vec(&*submit);
+    let mut part = |bytes: &[u8]| {
+        state.update(&(bytes.len() as u64).to_le_bytes());
+        state.update(bytes);
+    };
+    part(&head);
+    part(&vanilla_proof);
+    part(&circuit_inputs);
+    part(&(vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &vanilla_proofs {
+        part(p);
+    }
+    let sorted: std::collections::BTreeMap<&String, &u64> = fields.iter().collect();
+    for (name, value) in sorted {
+        part(name.as_bytes());
+        part(&value.to_le_bytes());
+    }
+    let mut digest = [0u8; 32];
+    digest.copy_from_slice(state.finalize().as_bytes());
+    submit.request_id = request_id;
+    submit.vanilla_proof = vanilla_proof;
+    submit.vanilla_proofs = vanilla_proofs;
+    submit.circuit_inputs = circuit_inputs;
+    submit.circuit_fields = fields;
+    digest
 }
 
 /// The status of a refused submission.
@@ -168,13 +207,6 @@ pub fn failed(job_id: &str, error: &JobError, total: Duration) -> AwaitProofResp
     }
 }
 
-/// Reads a job id as the daemon writes it (decimal).
-pub fn job_id(text: &str) -> Result<u64, Status> {
-    text.trim().parse().map_err(|_| {
-        Status::invalid_argument(format!("job_id {text:?} is not one this daemon issued"))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,15 +252,16 @@ mod tests {
             SubmitProofRequest {
                 proof_kind: ProofKind::SnapDealsUpdate.into(),
                 vanilla_proof: vec![9],
+                vanilla_proofs: vec![vec![5], vec![6, 7]],
                 sector_size: 2048,
                 registered_proof: 0,
                 sector_number: 7,
                 miner_id: 1000,
                 partition_index: 2,
                 randomness: vec![1; 32],
-                sector_key_cid: vec![2],
-                new_sealed_cid: vec![3],
-                new_unsealed_cid: vec![4],
+                comm_r_old: vec![2],
+                comm_r_new: vec![3],
+                comm_d_new: vec![4],
                 ..submit()
             },
             |_| true,
@@ -248,9 +281,10 @@ mod tests {
             (7, 1000, 2)
         );
         assert_eq!(i.byte_fields["randomness"], [1; 32]);
-        assert_eq!(i.byte_fields["sector_key_cid"], [2]);
-        assert_eq!(i.byte_fields["new_sealed_cid"], [3]);
-        assert_eq!(i.byte_fields["new_unsealed_cid"], [4]);
+        assert_eq!(i.parts, [vec![5], vec![6, 7]]);
+        assert_eq!(i.byte_fields["comm_r_old"], [2]);
+        assert_eq!(i.byte_fields["comm_r_new"], [3]);
+        assert_eq!(i.byte_fields["comm_d_new"], [4]);
         assert_eq!(
             code(SubmitProofRequest {
                 proof_kind: 42,
@@ -269,6 +303,74 @@ mod tests {
     }
 
     #[test]
+    fn digests_cover_every_field_but_the_request_id() {
+        let base = SubmitProofRequest {
+            request_id: "porep-1-2".into(),
+            proof_kind: ProofKind::PorepSealCommit.into(),
+            vanilla_proof: vec![1; 100],
+            circuit_fields: [("a".to_string(), 1), ("b".to_string(), 2)].into(),
+            ..submit()
+        };
+        let digest = |mut r: SubmitProofRequest| {
+            let before = r.clone();
+            let d = request_digest(&mut r);
+            assert_eq!(r, before, "the request is given back whole");
+            d
+        };
+        let d = digest(base.clone());
+        assert_eq!(
+            d,
+            digest(SubmitProofRequest {
+                request_id: "other".into(),
+                ..base.clone()
+            })
+        );
+        let changed = [
+            SubmitProofRequest {
+                vanilla_proof: vec![1; 99],
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                vanilla_proofs: vec![vec![1; 100]],
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                sector_number: 3,
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                comm_d_new: vec![0; 32],
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                priority: Priority::High.into(),
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                circuit_fields: [("a".to_string(), 2)].into(),
+                ..base.clone()
+            },
+            SubmitProofRequest {
+                circuit_inputs: vec![1],
+                ..base.clone()
+            },
+        ];
+        for c in changed {
+            assert_ne!(digest(c.clone()), d, "{c:?}");
+        }
+        // Parts are told apart from one part of the same bytes.
+        let two = SubmitProofRequest {
+            vanilla_proofs: vec![vec![1], vec![2]],
+            ..submit()
+        };
+        let one = SubmitProofRequest {
+            vanilla_proofs: vec![vec![1, 2]],
+            ..submit()
+        };
+        assert_ne!(digest(two), digest(one));
+    }
+
+    #[test]
     fn refusals_get_their_codes() {
         let full = SubmitError::QueueFull { limit: 3 };
         assert_eq!(submit_status(&full).code(), Code::ResourceExhausted);
@@ -282,7 +384,5 @@ mod tests {
             submit_status(&SubmitError::ShuttingDown).code(),
             Code::Unavailable
         );
-        assert_eq!(job_id(" 17 ").unwrap(), 17);
-        assert_eq!(job_id("abc").unwrap_err().code(), Code::InvalidArgument);
     }
 }

@@ -2,7 +2,7 @@
 //! whether new work is still accepted.
 
 use crate::convert::{self, completed, failed, submit_status, to_request};
-use crate::jobs::{Jobs, Outcome};
+use crate::jobs::{IdError, Jobs, Outcome, Prior};
 use crate::metrics::Counters;
 use crate::proto::{await_proof_response, AwaitProofResponse, ProofKind, SubmitProofRequest};
 use cuzk_sched::{JobError, JobId, JobOutput, JobState, Scheduler};
@@ -22,25 +22,41 @@ pub struct Engine {
     jobs: Jobs,
     counters: Counters,
     draining: AtomicBool,
+    /// How long a Prove job nobody waits on any more keeps running for a retry.
+    retry_grace: Duration,
 }
 
 /// A submitted job's id and how many jobs were waiting when it was accepted.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Submitted {
     /// The job.
     pub id: u64,
-    /// Jobs accepted and not started, this one included.
+    /// Its id on the wire.
+    pub job_id: String,
+    /// Jobs accepted and not started, this one included (0 when the submission attached to
+    /// an earlier job).
     pub queue_position: u32,
 }
 
+/// Which call submits: SubmitProof, or Prove (whose job nobody else can collect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// SubmitProof.
+    Submit,
+    /// Prove.
+    Prove,
+}
+
 impl Engine {
-    /// An engine over `scheduler`, remembering `history` finished jobs.
-    pub fn new(scheduler: Arc<Scheduler>, history: usize) -> Engine {
+    /// An engine over `scheduler`, remembering `history` finished jobs; a Prove job whose
+    /// last waiter left keeps running for `retry_grace`.
+    pub fn new(scheduler: Arc<Scheduler>, history: usize, retry_grace: Duration) -> Engine {
         Engine {
             scheduler,
             jobs: Jobs::new(history),
             counters: Counters::default(),
             draining: AtomicBool::new(false),
+            retry_grace,
         }
     }
 
@@ -79,8 +95,15 @@ impl Engine {
         self.counters.render(&self.scheduler.metrics(), VERSION)
     }
 
-    /// Queues a request; a repeated non-empty request id returns the first job.
-    pub fn submit(self: &Arc<Self>, submit: SubmitProofRequest) -> Result<Submitted, Status> {
+    /// Queues a request, by the request-id rules (docs/operations.md): the same request
+    /// under the same id attaches to its job while it is queued or running and gets its
+    /// proof once it succeeded; after a failure, cancellation or timeout, or for a different
+    /// request, the id gets a new job.
+    pub fn submit(
+        self: &Arc<Self>,
+        mut submit: SubmitProofRequest,
+        via: Via,
+    ) -> Result<Submitted, Status> {
         if self.is_draining() {
             return Err(Status::unavailable("the daemon is shutting down"));
         }
@@ -92,23 +115,36 @@ impl Engine {
             submit.circuit.clone()
         };
         let request_id = submit.request_id.clone();
-        let mut table = self.jobs.lock();
-        if let Some(id) = table.by_request(&request_id) {
-            return Ok(Submitted {
-                id,
-                queue_position: 0,
-            });
-        }
+        let digest = convert::request_digest(&mut submit);
         let kinds = self.scheduler.registry().kind_names();
+        // Read before the lock: parsing is cheap, and a refusal needs no table.
         let request = to_request(submit, |name| kinds.iter().any(|k| k == name))?;
+        let mut table = self.jobs.lock();
+        match table.prior(&request_id, &digest) {
+            Prior::Running(id) | Prior::Completed(id) => {
+                table.attach(id, via == Via::Prove);
+                drop(table);
+                tracing::info!(job = id, request_id = %request_id, "request attached to its job");
+                return Ok(Submitted {
+                    id,
+                    job_id: self.jobs.wire_id(id),
+                    queue_position: 0,
+                });
+            }
+            Prior::Stale => {
+                tracing::info!(request_id = %request_id, "request id reused: a new job");
+            }
+            Prior::None => {}
+        }
         let handle = self.scheduler.submit(request).map_err(|e| {
             tracing::info!(kind = %label, error = %e, "submission refused");
             submit_status(&e)
         })?;
         let id = handle.id().0;
-        let outcome = table.insert(id, label.clone(), request_id);
+        let outcome = table.insert(id, label.clone(), request_id, digest, via == Via::Prove);
         drop(table);
-        tracing::info!(job = id, kind = %label, "job accepted");
+        let job_id = self.jobs.wire_id(id);
+        tracing::info!(job = %job_id, kind = %label, "job accepted");
         let engine = Arc::clone(self);
         tokio::spawn(async move {
             let result = handle.await;
@@ -117,6 +153,7 @@ impl Engine {
         let queued = self.scheduler.metrics().jobs.queued;
         Ok(Submitted {
             id,
+            job_id,
             queue_position: u32::try_from(queued).unwrap_or(u32::MAX),
         })
     }
@@ -128,7 +165,7 @@ impl Engine {
         result: Result<JobOutput, JobError>,
         outcome: watch::Sender<Outcome>,
     ) {
-        let job_id = id.to_string();
+        let job_id = self.jobs.wire_id(id);
         let response = match &result {
             Ok(out) => {
                 self.counters.job(&out.timings);
@@ -161,18 +198,29 @@ impl Engine {
         self.jobs.finished(id);
     }
 
+    /// The job a wire id names: NOT_FOUND for an id of another start, INVALID_ARGUMENT
+    /// for one this daemon never writes.
+    fn parse_id(&self, job_id: &str) -> Result<u64, Status> {
+        self.jobs.parse_id(job_id).map_err(|e| match e {
+            IdError::Malformed(_) => Status::invalid_argument(e.to_string()),
+            IdError::OtherStart(_) => Status::not_found(e.to_string()),
+        })
+    }
+
     /// Waits for job `job_id`'s outcome, for at most `timeout` (`None`: until it is done).
+    /// While it waits the caller counts as one of the job's waiters.
     pub async fn wait(
-        &self,
+        self: &Arc<Self>,
         job_id: &str,
         timeout: Option<Duration>,
     ) -> Result<AwaitProofResponse, Status> {
-        let id = convert::job_id(job_id)?;
+        let id = self.parse_id(job_id)?;
         let mut outcome = self.jobs.outcome(id).ok_or_else(|| {
             Status::not_found(format!(
                 "no job {job_id} is known (never submitted, or finished long enough ago to be forgotten)"
             ))
         })?;
+        let _waiter = Waiter::new(self, id);
         let wait = async move {
             outcome
                 .wait_for(Option::is_some)
@@ -199,17 +247,17 @@ impl Engine {
         })
     }
 
-    /// Cancels job `job_id`; answers whether its work had started. Cancelling a finished
-    /// job does nothing and is not an error.
+    /// Cancels job `job_id` at once, whoever waits on it; answers whether its work had
+    /// started. Cancelling a finished job does nothing and is not an error.
     pub fn cancel(&self, job_id: &str) -> Result<bool, Status> {
-        let id = JobId(convert::job_id(job_id)?);
+        let id = JobId(self.parse_id(job_id)?);
         let was_running = matches!(
             self.scheduler.status(id).map(|s| s.state),
             Ok(JobState::Running)
         );
         match self.scheduler.cancel(id) {
             Ok(()) => {
-                tracing::info!(job = id.0, was_running, "job cancelled");
+                tracing::info!(job = job_id, was_running, "job cancelled");
                 Ok(was_running)
             }
             Err(cuzk_sched::ControlError::AlreadyFinished { .. }) => Ok(false),
@@ -218,37 +266,62 @@ impl Engine {
             }
         }
     }
-}
 
-/// Cancels a job when dropped armed: a Prove call whose caller went away stops its job
-/// instead of proving for nobody.
-#[derive(Debug)]
-pub struct CancelOnDrop<'a> {
-    engine: &'a Engine,
-    id: u64,
-    armed: bool,
-}
-
-impl<'a> CancelOnDrop<'a> {
-    /// Armed for job `id`.
-    pub fn new(engine: &'a Engine, id: u64) -> Self {
-        CancelOnDrop {
-            engine,
-            id,
-            armed: true,
+    /// The last waiter of Prove job `id` left: unless someone attaches within the grace
+    /// period, the job is cancelled (nobody could collect its proof).
+    fn left(self: &Arc<Self>, id: u64) {
+        let engine = Arc::clone(self);
+        let stop = move || {
+            if engine.jobs.abandoned(id) && engine.scheduler.cancel(JobId(id)).is_ok() {
+                tracing::info!(
+                    job = %engine.jobs.wire_id(id),
+                    grace_s = engine.retry_grace.as_secs_f64(),
+                    "nobody waits on the Prove job any more; job cancelled"
+                );
+            }
+        };
+        if self.retry_grace.is_zero() {
+            return stop();
+        }
+        let grace = self.retry_grace;
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                tracing::info!(
+                    job = %self.jobs.wire_id(id),
+                    grace_s = grace.as_secs_f64(),
+                    "the Prove caller went away; the job goes on for a retry to attach"
+                );
+                runtime.spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    stop();
+                });
+            }
+            Err(_) => stop(),
         }
     }
+}
 
-    /// The job ended; nothing to cancel.
-    pub fn disarm(mut self) {
-        self.armed = false;
+/// One caller waiting on a job, from its start to its drop (a caller going away drops it).
+#[derive(Debug)]
+struct Waiter {
+    engine: Arc<Engine>,
+    id: u64,
+}
+
+impl Waiter {
+    fn new(engine: &Arc<Engine>, id: u64) -> Waiter {
+        engine.jobs.watch(id);
+        Waiter {
+            engine: Arc::clone(engine),
+            id,
+        }
     }
 }
 
-impl Drop for CancelOnDrop<'_> {
+impl Drop for Waiter {
     fn drop(&mut self) {
-        if self.armed && self.engine.scheduler.cancel(JobId(self.id)).is_ok() {
-            tracing::info!(job = self.id, "the Prove caller went away; job cancelled");
+        if self.engine.jobs.unwatch(self.id) {
+            self.engine.left(self.id);
         }
     }
 }

@@ -2,12 +2,16 @@
 //! serve gRPC, health and metrics, log "ready", and on a signal drain in order: refuse new
 //! work, stop accepting connections, settle the jobs, deliver their answers, exit.
 
+pub mod admission;
+
 use crate::auth::BearerAuth;
 use crate::config::{hex, BackendChoice, Settings};
 use crate::engine::Engine;
 use crate::error::StartError;
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::ProvingService;
+use crate::srs::SrsAccess;
+use admission::{Admission, Limits, RequestBudget};
 use cuzk_gpu::{FaultPlan, GpuBackend, GpuConfig, ParamgenChoice};
 use cuzk_mem::{Budget, Bytes};
 use cuzk_sched::{Backend, CpuBackend, Inputs, Registry, Scheduler};
@@ -68,7 +72,8 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = &'static str>,
 ) -> Result<(), StartError> {
-    let (backend, budget) = backend(&settings)?;
+    let host = settings.host_budget.capacity()?;
+    let (backend, budget) = backend(&settings, host)?;
     let scheduler = Arc::new(Scheduler::start(
         settings.scheduler.clone(),
         backend,
@@ -79,6 +84,7 @@ pub async fn run(
     let engine = Arc::new(Engine::new(
         Arc::clone(&scheduler),
         settings.scheduler.finished_history,
+        settings.retry_grace,
     ));
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -86,11 +92,27 @@ pub async fn run(
         .set_serving::<ProvingEngineServer<ProvingService>>()
         .await;
     let limit = settings.max_message_size;
-    let proving = ProvingEngineServer::new(ProvingService::new(Arc::clone(&engine)))
+    let service = ProvingService::new(Arc::clone(&engine))
+        .with_srs_access(SrsAccess::from_settings(&settings));
+    let proving = ProvingEngineServer::new(service)
         .max_decoding_message_size(limit)
         .max_encoding_message_size(limit);
     let auth = BearerAuth::new(settings.auth_token.clone());
     let proving = InterceptedService::new(proving, auth.clone());
+    // Outside the token check: a call refused for its token never has its body read, so
+    // it claims nothing. The health service is left out: it must answer a busy daemon.
+    let limits = Limits::resolve(
+        settings.request_bytes_per_call,
+        settings.request_bytes_in_flight,
+        settings.max_message_size,
+        host,
+    );
+    tracing::info!(
+        per_call = %Bytes(limits.per_call),
+        in_flight = %Bytes(limits.in_flight),
+        "request admission"
+    );
+    let proving = Admission::new(proving, RequestBudget::new(limits));
 
     let (stop, stopped) = watch::channel(false);
     let grpc_addr = listeners.grpc.local_addr().map_err(StartError::Runtime)?;
@@ -248,8 +270,7 @@ pub fn resolve_backend(choice: BackendChoice, probe: Result<usize, String>) -> R
 
 /// The prover backend for the configuration and the host budget partitions are admitted
 /// against (the host budget less the GPUs' pinned pools).
-fn backend(settings: &Settings) -> Result<(Arc<dyn Backend>, Budget), StartError> {
-    let host = settings.host_budget.capacity()?;
+fn backend(settings: &Settings, host: u64) -> Result<(Arc<dyn Backend>, Budget), StartError> {
     let probe = cuzk_cuda::device_count().map_err(|e| e.to_string());
     let reason = match resolve_backend(settings.backend, probe.clone()) {
         Resolved::Cpu(reason) => reason,

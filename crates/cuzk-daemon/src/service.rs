@@ -1,8 +1,7 @@
 //! cuzk.v1.ProvingEngine: each RPC of the wire interface mapped onto the engine, with its
 //! outcome counted by method and code.
 
-use crate::convert::submit_status;
-use crate::engine::{CancelOnDrop, Engine, Submitted, VERSION};
+use crate::engine::{Engine, Submitted, Via, VERSION};
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::GpuStatus;
 use crate::proto::{
@@ -11,7 +10,8 @@ use crate::proto::{
     GetStatusResponse, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse,
     QueueStatus, SrsStatus, SubmitProofRequest, SubmitProofResponse,
 };
-use cuzk_sched::{JobId, JobState, PreloadError};
+use crate::srs::{preload_status, SrsAccess};
+use cuzk_sched::{JobId, JobState};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,12 +21,24 @@ use tonic::{Request, Response, Status};
 #[derive(Clone, Debug)]
 pub struct ProvingService {
     engine: Arc<Engine>,
+    srs: SrsAccess,
 }
 
 impl ProvingService {
     /// The service of `engine`.
     pub fn new(engine: Arc<Engine>) -> ProvingService {
-        ProvingService { engine }
+        ProvingService {
+            engine,
+            srs: SrsAccess::open(),
+        }
+    }
+
+    /// The same service with `PreloadSRS` and `EvictSRS` open as `access` says.
+    pub fn with_srs_access(self, access: SrsAccess) -> ProvingService {
+        ProvingService {
+            srs: access,
+            ..self
+        }
     }
 
     fn count<T>(
@@ -57,17 +69,17 @@ impl ProvingService {
                 _ => {}
             }
         }
-        // Parameters on a device are HOT; set up but only on the host, WARM.
+        // Parameters on a device are HOT; set up but only on the host, WARM. Each is named
+        // as PreloadSRS takes it: a Filecoin circuit by Curio's id (`porep-32g`), others by
+        // their circuit key.
+        let registry = scheduler.registry();
         let mut loaded: BTreeMap<String, SrsStatus> = BTreeMap::new();
-        for circuit_id in scheduler.registry().cached_keys() {
-            let size_bytes = scheduler
-                .registry()
-                .cached(&circuit_id)
-                .map_or(0, |s| s.parameter_bytes());
+        for key in registry.cached_keys() {
+            let size_bytes = registry.cached(&key).map_or(0, |s| s.parameter_bytes());
             loaded.insert(
-                circuit_id.clone(),
+                key.clone(),
                 SrsStatus {
-                    circuit_id,
+                    circuit_id: registry.public_id(&key),
                     tier: srs_status::Tier::Warm.into(),
                     size_bytes,
                     ref_count: 0,
@@ -78,7 +90,7 @@ impl ProvingService {
             let entry = loaded
                 .entry(p.circuit_key.clone())
                 .or_insert_with(|| SrsStatus {
-                    circuit_id: p.circuit_key.clone(),
+                    circuit_id: registry.public_id(&p.circuit_key),
                     ..SrsStatus::default()
                 });
             entry.tier = srs_status::Tier::Hot.into();
@@ -105,7 +117,9 @@ impl ProvingService {
                     name: d.name.clone(),
                     vram_total_bytes: d.driver_total,
                     vram_free_bytes: d.driver_free,
-                    current_job_id: job.map(|j| j.0.to_string()).unwrap_or_default(),
+                    current_job_id: job
+                        .map(|j| self.engine.jobs().wire_id(j.0))
+                        .unwrap_or_default(),
                     current_proof_kind: kind,
                 }
             })
@@ -141,9 +155,10 @@ fn wait_limit(timeout_ms: u64) -> Option<Duration> {
 async fn submit_blocking(
     engine: &Arc<Engine>,
     submit: SubmitProofRequest,
+    via: Via,
 ) -> Result<Submitted, Status> {
     let engine = Arc::clone(engine);
-    tokio::task::spawn_blocking(move || engine.submit(submit))
+    tokio::task::spawn_blocking(move || engine.submit(submit, via))
         .await
         .map_err(|e| Status::internal(format!("the submission task failed: {e}")))?
 }
@@ -154,10 +169,10 @@ impl ProvingEngine for ProvingService {
         &self,
         request: Request<SubmitProofRequest>,
     ) -> Result<Response<SubmitProofResponse>, Status> {
-        let result = submit_blocking(&self.engine, request.into_inner())
+        let result = submit_blocking(&self.engine, request.into_inner(), Via::Submit)
             .await
             .map(|s| SubmitProofResponse {
-                job_id: s.id.to_string(),
+                job_id: s.job_id,
                 queue_position: s.queue_position,
                 assigned_gpu: String::new(),
             });
@@ -182,10 +197,10 @@ impl ProvingEngine for ProvingService {
                 .into_inner()
                 .submit
                 .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
-            let submitted = submit_blocking(&self.engine, submit).await?;
-            let guard = CancelOnDrop::new(&self.engine, submitted.id);
-            let result = self.engine.wait(&submitted.id.to_string(), None).await;
-            guard.disarm();
+            let submitted = submit_blocking(&self.engine, submit, Via::Prove).await?;
+            // A caller going away stops waiting; the job goes on for the retry grace period
+            // when nobody else waits on it.
+            let result = self.engine.wait(&submitted.job_id, None).await;
             result.map(|r| ProveResponse { result: Some(r) })
         }
         .await;
@@ -225,22 +240,22 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<PreloadSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
         let scheduler = self.engine.scheduler_arc();
-        // Setting a circuit up can take minutes: off the async runtime.
-        let result =
-            match tokio::task::spawn_blocking(move || scheduler.preload_key(&id, true)).await {
+        let result = match self.srs.check("PreloadSRS") {
+            Err(refused) => Err(refused),
+            // Setting a circuit up can take minutes: off the async runtime. Only the ids
+            // the daemon knows are set up (preload_named), reserving their memory meanwhile.
+            Ok(()) => match tokio::task::spawn_blocking(move || scheduler.preload_named(&id, true))
+                .await
+            {
                 Err(e) => Err(Status::internal(format!("the preload task failed: {e}"))),
                 Ok(Ok(report)) => Ok(PreloadSrsResponse {
                     already_loaded: report.was_cached && report.load.already == report.load.devices,
                     load_time_ms: u64::try_from((report.setup_time + report.load_time).as_millis())
                         .unwrap_or(u64::MAX),
                 }),
-                Ok(Err(e)) => Err(match &e {
-                    PreloadError::UnknownKey { .. } => Status::not_found(e.to_string()),
-                    PreloadError::Submit(s) => submit_status(s),
-                    PreloadError::Setup(_) => Status::internal(e.to_string()),
-                    PreloadError::Load { .. } => Status::resource_exhausted(e.to_string()),
-                }),
-            };
+                Ok(Err(e)) => Err(preload_status(&e)),
+            },
+        };
         self.count("PreloadSRS", result)
     }
 
@@ -250,14 +265,17 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<EvictSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
         let scheduler = self.engine.scheduler_arc();
-        // Freeing device memory waits for the device.
-        let result = tokio::task::spawn_blocking(move || scheduler.evict(&id))
-            .await
-            .map(|r| EvictSrsResponse {
-                was_loaded: r.was_loaded,
-                freed_bytes: r.freed_bytes,
-            })
-            .map_err(|e| Status::internal(format!("the evict task failed: {e}")));
+        let result = match self.srs.check("EvictSRS") {
+            Err(refused) => Err(refused),
+            // Freeing device memory waits for the device.
+            Ok(()) => tokio::task::spawn_blocking(move || scheduler.evict(&id))
+                .await
+                .map(|r| EvictSrsResponse {
+                    was_loaded: r.was_loaded,
+                    freed_bytes: r.freed_bytes,
+                })
+                .map_err(|e| Status::internal(format!("the evict task failed: {e}"))),
+        };
         self.count("EvictSRS", result)
     }
 }

@@ -169,7 +169,9 @@ async fn bad_requests_get_their_codes_and_the_next_job_succeeds() {
 
 #[tokio::test]
 async fn cancelled_and_timed_out_jobs_report_so() {
-    let daemon = Launch::new(CONFIG).start();
+    // No retry grace: a Prove job nobody waits on stops at once.
+    let config = format!("{CONFIG}[scheduler]\nretry_grace_secs = 0\n");
+    let daemon = Launch::new(&config).start();
     let mut client = daemon.client().await;
     // One lane: the first job runs while the second waits behind it.
     let running = client
@@ -236,12 +238,18 @@ async fn cancelled_and_timed_out_jobs_report_so() {
         .into_inner();
     assert_eq!(r.status(), Outcome::Cancelled);
 
-    let unknown = client.cancel_proof(cancel("999999")).await.unwrap_err();
-    assert_eq!(unknown.code(), Code::NotFound);
-    let unknown = client.await_proof(wait("999999", 0)).await.unwrap_err();
-    assert_eq!(unknown.code(), Code::NotFound);
-    let bad = client.await_proof(wait("not-a-job", 0)).await.unwrap_err();
-    assert_eq!(bad.code(), Code::InvalidArgument);
+    // A job this start never issued, and one of another start: NOT_FOUND.
+    let (start, _) = running.job_id.rsplit_once('-').unwrap();
+    for id in [format!("{start}-999999"), "0123456789abcdef-0".to_string()] {
+        let unknown = client.cancel_proof(cancel(&id)).await.unwrap_err();
+        assert_eq!(unknown.code(), Code::NotFound, "{id}");
+        let unknown = client.await_proof(wait(&id, 0)).await.unwrap_err();
+        assert_eq!(unknown.code(), Code::NotFound, "{id}");
+    }
+    for id in ["not-a-job", "17"] {
+        let bad = client.await_proof(wait(id, 0)).await.unwrap_err();
+        assert_eq!(bad.code(), Code::InvalidArgument, "{id}");
+    }
 
     // A Prove caller that goes away takes its job with it.
     let gone = tokio::time::timeout(

@@ -1,7 +1,9 @@
 //! Wire compatibility with Curio: the facts of Curio's `cuzk.v1` interface, typed in from
 //! filecoin-project/curio `extern/cuzk/cuzk-proto/proto/cuzk/v1/proving.proto` at commit
-//! ae551ee6de44, checked against the descriptor compiled from our proving.proto. A field
-//! renumbered, retyped or renamed, a method or enum value changed, fails here.
+//! e0294b0f, checked against the descriptor compiled from our proving.proto in both
+//! directions: every method, message, field (name, number, type, label) and enum value of
+//! Curio's is ours, and everything of ours numbered below 100 is Curio's. A field renumbered,
+//! retyped, relabelled or renamed, a method or enum value changed, fails here.
 
 use cuzk_daemon::proto::FILE_DESCRIPTOR_SET;
 use prost::Message;
@@ -10,7 +12,7 @@ use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto, Fil
 use std::collections::BTreeSet;
 
 /// The Curio commit these facts were read from.
-const CURIO_COMMIT: &str = "ae551ee6de44";
+const CURIO_COMMIT: &str = "e0294b0f";
 
 /// Service `cuzk.v1.ProvingEngine`: method, request type, response type.
 const METHODS: &[(&str, &str, &str)] = &[
@@ -81,13 +83,14 @@ const MESSAGES: &[(&str, Fields)] = &[
             ("registered_proof", 4, F::One("uint64")),
             ("priority", 5, F::One(".cuzk.v1.Priority")),
             ("vanilla_proof", 10, F::One("bytes")),
+            ("vanilla_proofs", 11, F::Many("bytes")),
             ("sector_number", 20, F::One("uint64")),
             ("miner_id", 21, F::One("uint64")),
             ("randomness", 22, F::One("bytes")),
             ("partition_index", 23, F::One("uint32")),
-            ("sector_key_cid", 30, F::One("bytes")),
-            ("new_sealed_cid", 31, F::One("bytes")),
-            ("new_unsealed_cid", 32, F::One("bytes")),
+            ("comm_r_old", 30, F::One("bytes")),
+            ("comm_r_new", 31, F::One("bytes")),
+            ("comm_d_new", 32, F::One("bytes")),
         ],
     ),
     (

@@ -116,9 +116,11 @@ pub enum Error {
 
     /// A commitment CID (as Curio sends SnapDeals commitments) is not a Filecoin piece or
     /// sealed-sector commitment CID.
-    #[error("{name} is not a Filecoin commitment CID ({hex}): {reason}")]
+    #[error(
+        "{name} is not a Filecoin commitment (raw 32 bytes or a commitment CID) ({hex}): {reason}"
+    )]
     InvalidCid {
-        /// Which value ("sector_key_cid", "new_sealed_cid", "new_unsealed_cid").
+        /// Which value ("comm_r_old", "comm_r_new", "comm_d_new").
         name: &'static str,
         /// The bytes, hex.
         hex: String,

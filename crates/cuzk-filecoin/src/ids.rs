@@ -146,6 +146,31 @@ fn of_codec(name: &'static str, cid: &[u8], want: u64, what: &str) -> Result<Com
     Ok(commitment)
 }
 
+/// A commitment as a request field carries it: 32 raw bytes (what Curio sends) or a binary
+/// commitment CID of the expected codec (36 or more bytes; sealed for comm_r, unsealed for
+/// comm_d). Raw bytes must be a canonical BLS12-381 scalar, as every comm_r and comm_d is.
+pub fn commitment_field(name: &'static str, bytes: &[u8], sealed: bool) -> Result<Commitment> {
+    if bytes.len() != 32 {
+        return if sealed {
+            sealed_commitment_from_cid(name, bytes)
+        } else {
+            unsealed_commitment_from_cid(name, bytes)
+        };
+    }
+    let mut commitment = [0u8; 32];
+    commitment.copy_from_slice(bytes);
+    if bool::from(<blstrs::Scalar as ff::PrimeField>::from_repr(commitment).is_none()) {
+        return Err(Error::InvalidCid {
+            name,
+            hex: hex(bytes),
+            reason: "32 raw bytes that are not a canonical BLS12-381 scalar (little-endian), \
+                     which every commitment is"
+                .to_string(),
+        });
+    }
+    Ok(commitment)
+}
+
 /// The codec and the commitment of a binary Filecoin commitment CID.
 fn parse_cid(name: &'static str, cid: &[u8]) -> Result<(u64, Commitment)> {
     let bad = |reason: String| Error::InvalidCid {
@@ -238,10 +263,7 @@ mod tests {
         // CIDv1, fil-commitment-sealed, poseidon-bls12_381-a2-fc1, 32 bytes.
         let mut cid = vec![0x01, 0x82, 0xe2, 0x03, 0x81, 0xe8, 0x02, 0x20];
         cid.extend_from_slice(&[7u8; 32]);
-        assert_eq!(
-            commitment_from_cid("new_sealed_cid", &cid).unwrap(),
-            [7u8; 32]
-        );
+        assert_eq!(commitment_from_cid("comm_r_new", &cid).unwrap(), [7u8; 32]);
         cid[1] = 0x81; // unsealed codec with the sealed hash
         assert!(matches!(
             commitment_from_cid("x", &cid),
@@ -251,9 +273,9 @@ mod tests {
         // The typed forms hold a field to its kind of commitment.
         cid[1] = 0x82;
         assert_eq!(sealed_commitment_from_cid("x", &cid).unwrap(), [7u8; 32]);
-        let err = unsealed_commitment_from_cid("new_unsealed_cid", &cid).unwrap_err();
+        let err = unsealed_commitment_from_cid("comm_d_new", &cid).unwrap_err();
         assert!(
-            matches!(&err, Error::InvalidCid { name: "new_unsealed_cid", reason, .. } if reason.contains("fil-commitment-unsealed")),
+            matches!(&err, Error::InvalidCid { name: "comm_d_new", reason, .. } if reason.contains("fil-commitment-unsealed")),
             "{err}"
         );
         let mut unsealed = vec![0x01, 0x81, 0xe2, 0x03, 0x92, 0x20, 0x20];
@@ -263,5 +285,31 @@ mod tests {
             [9u8; 32]
         );
         assert!(sealed_commitment_from_cid("x", &unsealed).is_err());
+    }
+
+    #[test]
+    fn commitment_fields_are_raw_or_cids() {
+        // Raw 32 bytes, as Curio sends them, whatever the kind of commitment.
+        assert_eq!(
+            commitment_field("comm_r_new", &[7; 32], true).unwrap(),
+            [7; 32]
+        );
+        assert_eq!(
+            commitment_field("comm_d_new", &[7; 32], false).unwrap(),
+            [7; 32]
+        );
+        // Not a canonical scalar: refused, naming the field.
+        let err = commitment_field("comm_r_old", &[0xff; 32], true).unwrap_err();
+        assert!(err.to_string().contains("comm_r_old"), "{err}");
+        // A CID of the right codec, or of the wrong one.
+        let mut sealed = vec![0x01, 0x82, 0xe2, 0x03, 0x81, 0xe8, 0x02, 0x20];
+        sealed.extend_from_slice(&[5u8; 32]);
+        assert_eq!(
+            commitment_field("comm_r_new", &sealed, true).unwrap(),
+            [5; 32]
+        );
+        assert!(commitment_field("comm_d_new", &sealed, false).is_err());
+        // Any other length is read as a CID and refused as one.
+        assert!(commitment_field("comm_r_new", &[1; 31], true).is_err());
     }
 }

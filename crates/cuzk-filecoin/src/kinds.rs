@@ -4,9 +4,12 @@
 //! | kind | bytes | integer fields | byte fields |
 //! |---|---|---|---|
 //! | `porep-seal-commit` | C1 output JSON, bare or in Curio's envelope | `sector_number`, `miner_id`, `sector_size`, `registered_proof` (checked against the JSON when given) | – |
-//! | `winning-post` | bincode `FallbackPoStSectorProof`s, back to back | `registered_proof` (0–4), `miner_id`, `sector_size` | `randomness` (32 bytes) |
-//! | `window-post-partition` | the partition's sectors' `FallbackPoStSectorProof`s, back to back | as WinningPoSt (5–14), `partition_index` | `randomness` |
-//! | `snap-deals-update` | bincode `PartitionProof`s, back to back | `registered_proof` (0–4), `sector_size` | `sector_key_cid`, `new_sealed_cid`, `new_unsealed_cid` |
+//! | `winning-post` | one bincode `FallbackPoStSectorProof` per part (or back to back in the bytes) | `registered_proof` (0–4), `miner_id`, `sector_size` | `randomness` (32 bytes) |
+//! | `window-post-partition` | the partition's sectors' `FallbackPoStSectorProof`s, as for WinningPoSt | as WinningPoSt (5–14), `partition_index` | `randomness` |
+//! | `snap-deals-update` | one bincode `PartitionProof` per part (or back to back in the bytes) | `registered_proof` (0–4), `sector_size` | `comm_r_old`, `comm_r_new`, `comm_d_new` (raw 32 bytes or commitment CIDs) |
+//!
+//! PoRep reads the bytes (Curio's `vanilla_proof`); the others read the parts (Curio's
+//! `vanilla_proofs`) and, for older clients, the bytes when no parts are given, never both.
 //!
 //! Absent integer fields are 0 (proto3's "unset"); a given `sector_size` must be the registered
 //! proof's. Fields of the request a kind does not use are ignored; names outside this list are
@@ -27,7 +30,7 @@ use cuzk_sched::{
 };
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The registry name of PoRep C2 (Curio's `POREP_SEAL_COMMIT`).
 pub const POREP_SEAL_COMMIT: &str = "porep-seal-commit";
@@ -47,12 +50,7 @@ const INT_FIELDS: [&str; 5] = [
     "partition_index",
 ];
 /// Byte fields every kind accepts.
-const BYTE_FIELDS: [&str; 4] = [
-    "randomness",
-    "sector_key_cid",
-    "new_sealed_cid",
-    "new_unsealed_cid",
-];
+const BYTE_FIELDS: [&str; 4] = ["randomness", "comm_r_old", "comm_r_new", "comm_d_new"];
 
 /// Which Filecoin proof a kind makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,10 +117,37 @@ impl FilecoinKind {
         let int = |name: &str| inputs.fields.get(name).copied().unwrap_or(0);
         let prover_id = ids::prover_id_from_miner_id(int("miner_id"));
         let registered = int("registered_proof");
-        let vanilla = Vanilla::Concatenated(&inputs.bytes);
-        if inputs.bytes.is_empty() {
-            return Err(InputError::MissingField {
-                field: "vanilla_proof",
+        let porep = self.which == Which::PoRep;
+        let vanilla = match (inputs.bytes.is_empty(), inputs.parts.is_empty()) {
+            (true, true) => {
+                return Err(InputError::MissingField {
+                    field: if porep {
+                        "vanilla_proof"
+                    } else {
+                        "vanilla_proofs"
+                    },
+                })
+            }
+            (false, false) => {
+                return Err(InputError::Invalid {
+                    reason: "the request carries both vanilla_proof and vanilla_proofs; \
+                             PoRep C2 takes vanilla_proof, PoSt and SnapDeals vanilla_proofs"
+                        .to_string(),
+                })
+            }
+            (true, false) if porep => {
+                return Err(InputError::Invalid {
+                    reason: "PoRep C2 takes its C1 output in vanilla_proof, not vanilla_proofs"
+                        .to_string(),
+                })
+            }
+            (true, false) => Vanilla::Each(&inputs.parts),
+            (false, true) => Vanilla::Concatenated(&inputs.bytes),
+        };
+        if inputs.parts.iter().any(Vec::is_empty) {
+            let index = inputs.parts.iter().position(Vec::is_empty).unwrap_or(0);
+            return Err(InputError::Invalid {
+                reason: format!("vanilla_proofs[{index}] is empty"),
             });
         }
         match self.which {
@@ -159,17 +184,16 @@ impl FilecoinKind {
             Which::SnapDeals => {
                 let registered = ids::registered_update_proof(registered).map_err(invalid)?;
                 check_size(inputs, u64::from(registered.sector_size()), &registered)?;
-                type Parse = fn(&'static str, &[u8]) -> crate::Result<filecoin_proofs::Commitment>;
-                let cid = |name: &'static str, parse: Parse| {
+                let commitment = |name: &'static str, sealed: bool| {
                     let bytes = inputs
                         .byte_fields
                         .get(name)
                         .ok_or(InputError::MissingField { field: name })?;
-                    parse(name, bytes).map_err(invalid)
+                    ids::commitment_field(name, bytes, sealed).map_err(invalid)
                 };
-                let comm_r_old = cid("sector_key_cid", ids::sealed_commitment_from_cid)?;
-                let comm_r_new = cid("new_sealed_cid", ids::sealed_commitment_from_cid)?;
-                let comm_d_new = cid("new_unsealed_cid", ids::unsealed_commitment_from_cid)?;
+                let comm_r_old = commitment("comm_r_old", true)?;
+                let comm_r_new = commitment("comm_r_new", true)?;
+                let comm_d_new = commitment("comm_d_new", false)?;
                 update_job_bytes(registered, vanilla, comm_r_old, comm_r_new, comm_d_new)
                     .map_err(invalid)
             }
@@ -233,6 +257,24 @@ impl CircuitKind for FilecoinKind {
                 None
             }
         }
+    }
+
+    fn preload_ids(&self) -> Vec<String> {
+        PRELOAD_SIZES
+            .iter()
+            .map(|size| format!("{}-{size}", self.which.preload_prefix()))
+            .collect()
+    }
+
+    fn serves_preload_id(&self, id: &str) -> bool {
+        preload_id(id).is_some_and(|(which, _)| which == self.which)
+    }
+
+    fn public_id(&self, circuit_key: &str) -> Option<String> {
+        self.public_ids()
+            .iter()
+            .find(|(key, _)| key == circuit_key)
+            .map(|(_, id)| id.clone())
     }
 }
 
@@ -315,7 +357,7 @@ impl Instance for PreloadInstance {
                 source: self.id.params_file(),
             }
         });
-        Some(loaded.map_err(|e| Box::new(e) as LoadError))
+        Some(loaded.map_err(load_error))
     }
 }
 
@@ -432,7 +474,18 @@ impl Instance for FilecoinInstance {
                 source: id.params_file(),
             }
         });
-        Some(loaded.map_err(|e| Box::new(e) as LoadError))
+        Some(loaded.map_err(load_error))
+    }
+
+    /// NI-PoRep: the partition proofs are aggregated into the seal proof.
+    fn finishes(&self) -> bool {
+        self.job.finishes()
+    }
+
+    fn finish(&self, proofs: &[cuzk_groth16::Proof]) -> Result<Vec<u8>, LoadError> {
+        self.job
+            .finish(&self.cache, proofs, &self.expected)
+            .map_err(|e| Box::new(e) as LoadError)
     }
 }
 
@@ -451,6 +504,120 @@ fn estimate(id: &CircuitId) -> Shape {
         constraints: (1usize << log2) - inputs,
         inputs,
         aux: 1 << log2,
+    }
+}
+
+// Public preload ids and setup errors, as the daemon reports them.
+
+/// The sector sizes of preload ids, canonical spelling, in [`preload_id`]'s order.
+const PRELOAD_SIZES: [&str; 5] = ["2k", "8m", "512m", "32g", "64g"];
+
+impl Which {
+    /// The prefix of the kind's preload ids, as Curio names them.
+    fn preload_prefix(self) -> &'static str {
+        match self {
+            Which::PoRep => "porep",
+            Which::SnapDeals => "snap",
+            Which::WindowPartition => "wpost",
+            Which::Winning => "winning",
+        }
+    }
+}
+
+impl FilecoinKind {
+    /// The circuit key and preload id of each of the kind's five circuits, made once per
+    /// process (the keys depend on filecoin-proofs' parameters only, not on the cache).
+    fn public_ids(&self) -> &'static [(String, String)] {
+        static IDS: [OnceLock<Vec<(String, String)>>; 4] = [
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ];
+        let slot = match self.which {
+            Which::PoRep => &IDS[0],
+            Which::SnapDeals => &IDS[1],
+            Which::WindowPartition => &IDS[2],
+            Which::Winning => &IDS[3],
+        };
+        slot.get_or_init(|| {
+            self.preload_ids()
+                .into_iter()
+                .filter_map(|id| Some((self.instance_for_key(&id)?.circuit_key(), id)))
+                .collect()
+        })
+    }
+}
+
+/// A setup error as the scheduler takes it: a missing parameter file as
+/// [`cuzk_sched::MissingFile`] (the host lacks it; the daemon answers FAILED_PRECONDITION),
+/// anything else as it is.
+fn load_error(e: Error) -> LoadError {
+    match e {
+        Error::MissingParameters { ref path, .. } => Box::new(cuzk_sched::MissingFile {
+            path: path.clone(),
+            reason: e.to_string(),
+        }),
+        e => Box::new(e),
+    }
+}
+
+#[cfg(test)]
+mod public_id_tests {
+    use super::*;
+
+    fn kinds() -> Vec<FilecoinKind> {
+        FilecoinKind::all(Arc::new(ParamCache::new(
+            std::env::temp_dir().join("cuzk-filecoin-public-ids-unused"),
+        )))
+    }
+
+    #[test]
+    fn each_kind_lists_its_five_circuits_and_names_their_keys() {
+        let kinds = kinds();
+        let ids: Vec<Vec<String>> = kinds.iter().map(|k| k.preload_ids()).collect();
+        assert_eq!(
+            ids[0],
+            [
+                "porep-2k",
+                "porep-8m",
+                "porep-512m",
+                "porep-32g",
+                "porep-64g"
+            ]
+        );
+        assert_eq!(ids[2][0], "wpost-2k");
+        assert_eq!(ids[3][4], "winning-64g");
+        for (kind, ids) in kinds.iter().zip(&ids) {
+            for id in ids {
+                assert!(kind.serves_preload_id(id), "{id}");
+                let key = kind.instance_for_key(id).unwrap().circuit_key();
+                // Each circuit key maps back to its id, and only for its own kind.
+                assert_eq!(kind.public_id(&key).as_deref(), Some(id.as_str()));
+                for other in kinds.iter().filter(|k| k.which != kind.which) {
+                    assert!(other.public_id(&key).is_none(), "{id}");
+                    assert!(!other.serves_preload_id(id), "{id}");
+                }
+            }
+        }
+        let porep = &kinds[0];
+        assert!(porep.serves_preload_id("porep-32GiB"));
+        assert!(!porep.serves_preload_id("porep-1g"));
+        assert!(porep.public_id("synthetic-porep-1024").is_none());
+    }
+
+    #[test]
+    fn a_missing_parameter_file_is_a_missing_file() {
+        let path = std::path::PathBuf::from("/params/v28-x.params");
+        let e = load_error(Error::MissingParameters {
+            path: path.clone(),
+            sector_size: 32 << 30,
+        });
+        let missing = e.downcast_ref::<cuzk_sched::MissingFile>().unwrap();
+        assert_eq!(missing.path, path);
+        assert!(missing.reason.contains("/params/v28-x.params"), "{missing}");
+        let other = load_error(Error::UnsupportedSectorSize { sector_size: 7 });
+        assert!(other.downcast_ref::<cuzk_sched::MissingFile>().is_none());
     }
 }
 
@@ -552,20 +719,66 @@ mod tests {
     }
 
     #[test]
-    fn snap_deals_needs_its_cids() {
+    fn snap_deals_needs_its_commitments() {
         let snap = kind(Which::SnapDeals);
-        let err = snap.parse(&Inputs::from_bytes(vec![1])).unwrap_err();
+        let one = Inputs::default().with_parts(vec![vec![1]]);
+        let err = snap.parse(&one).unwrap_err();
         assert_eq!(
             err,
             InputError::MissingField {
-                field: "sector_key_cid"
+                field: "comm_r_old"
             }
         );
-        let inputs = Inputs::from_bytes(vec![1])
-            .with_byte_field("sector_key_cid", vec![1, 2])
-            .with_byte_field("new_sealed_cid", vec![1, 2])
-            .with_byte_field("new_unsealed_cid", vec![1, 2]);
-        assert!(reason(snap.parse(&inputs).unwrap_err()).contains("sector_key_cid"));
+        let inputs = one
+            .clone()
+            .with_byte_field("comm_r_old", vec![1, 2])
+            .with_byte_field("comm_r_new", vec![1, 2])
+            .with_byte_field("comm_d_new", vec![1, 2]);
+        assert!(reason(snap.parse(&inputs).unwrap_err()).contains("comm_r_old"));
+        // 32 raw bytes above the field's modulus are no commitment.
+        let inputs = one
+            .with_byte_field("comm_r_old", vec![0xff; 32])
+            .with_byte_field("comm_r_new", vec![0; 32])
+            .with_byte_field("comm_d_new", vec![0; 32]);
+        let err = reason(snap.parse(&inputs).unwrap_err());
+        assert!(
+            err.contains("comm_r_old") && err.contains("canonical"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn vanilla_proofs_go_to_their_kinds() {
+        let post = Inputs::default()
+            .with_byte_field("randomness", vec![0; 32])
+            .with_field("registered_proof", 10);
+        // Parts are read one by one: the second one's garbage is named by its index.
+        let garbage = post.clone().with_parts(vec![vec![1, 2, 3], vec![4]]);
+        let err = reason(kind(Which::WindowPartition).parse(&garbage).unwrap_err());
+        assert!(err.contains("vanilla proof 0"), "{err}");
+        let err = kind(Which::WindowPartition)
+            .parse(&post.clone().with_parts(vec![vec![1], vec![]]))
+            .unwrap_err();
+        assert!(reason(err).contains("vanilla_proofs[1] is empty"));
+        let both = Inputs {
+            bytes: vec![1],
+            ..post.clone().with_parts(vec![vec![1]])
+        };
+        let err = reason(kind(Which::WindowPartition).parse(&both).unwrap_err());
+        assert!(
+            err.contains("both vanilla_proof and vanilla_proofs"),
+            "{err}"
+        );
+        assert_eq!(
+            kind(Which::Winning).parse(&post).unwrap_err(),
+            InputError::MissingField {
+                field: "vanilla_proofs"
+            }
+        );
+        let err = kind(Which::PoRep)
+            .parse(&Inputs::default().with_parts(vec![vec![1]]))
+            .unwrap_err();
+        assert!(reason(err).contains("not vanilla_proofs"));
     }
 
     #[test]

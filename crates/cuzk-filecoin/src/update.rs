@@ -119,6 +119,7 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         priority: false,
     };
     let pub_params = update_params::<Tree>(&setup)?;
+    check_vanilla(&pub_params.vanilla_params, &public_inputs, &vanilla_proofs)?;
     let id = update_id::<Tree>(config, &pub_params.vanilla_params);
     Ok(CompoundJob {
         id,
@@ -130,6 +131,70 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         split: None,
         _marker: PhantomData,
     })
+}
+
+/// Checks the partitions' vanilla proofs against the request's commitments before anything
+/// is synthesized: each commitment the proofs open is compared with the request's, so that a
+/// mismatch names the field, then filecoin-proofs' vanilla verification runs on each
+/// partition (challenges, Merkle paths, encoding).
+fn check_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pub_params: &storage_proofs_update::PublicParams,
+    public_inputs: &PublicInputs,
+    proofs: &[PartitionProof<Tree>],
+) -> Result<()> {
+    use filecoin_hashers::HashFunction;
+    use storage_proofs_core::merkle::MerkleProofTrait;
+    let kind = ProofKind::SnapDeals;
+    let rejected = |message: String| Error::VanillaRejected { kind, message };
+    for (k, proof) in proofs.iter().enumerate() {
+        let Some(first) = proof.challenge_proofs.first() else {
+            return Err(rejected(format!(
+                "partition {k}'s vanilla proof has no challenges"
+            )));
+        };
+        let comm_d = first.proof_d_new.root();
+        let comm_r = |root| <TreeRHasher as Hasher>::Function::hash2(&proof.comm_c, &root);
+        for (name, opened, given) in [
+            (
+                "comm_d_new",
+                comm_d.into_bytes(),
+                public_inputs.comm_d_new.into_bytes(),
+            ),
+            (
+                "comm_r_old",
+                comm_r(first.proof_r_old.root()).into_bytes(),
+                public_inputs.comm_r_old.into_bytes(),
+            ),
+            (
+                "comm_r_new",
+                comm_r(first.proof_r_new.root()).into_bytes(),
+                public_inputs.comm_r_new.into_bytes(),
+            ),
+        ] {
+            if opened != given {
+                return Err(rejected(format!(
+                    "{name} is {}, but partition {k}'s vanilla proof is for {name} {}",
+                    hex(given.as_slice()),
+                    hex(opened.as_slice())
+                )));
+            }
+        }
+        let inputs = PublicInputs {
+            k,
+            ..public_inputs.clone()
+        };
+        match EmptySectorUpdate::<Tree>::verify(pub_params, &inputs, proof) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(rejected(format!(
+                    "partition {k}'s vanilla proof does not verify against the request's \
+                     commitments (its challenges or Merkle paths are wrong)"
+                )))
+            }
+            Err(e) => return Err(rejected(format!("partition {k}'s vanilla proof: {e}"))),
+        }
+    }
+    Ok(())
 }
 
 /// The SnapDeals job of serialized partition proofs for `registered`'s sector shape.

@@ -69,6 +69,9 @@ pub struct Inputs {
     /// Named byte strings beside the main bytes (a Filecoin PoSt's `randomness`, a
     /// SnapDeals request's commitment CIDs).
     pub byte_fields: BTreeMap<String, Vec<u8>>,
+    /// A list of byte strings (a PoSt request's vanilla proofs, one per sector; a SnapDeals
+    /// request's, one per partition).
+    pub parts: Vec<Vec<u8>>,
 }
 
 impl Inputs {
@@ -83,6 +86,12 @@ impl Inputs {
     /// These inputs with field `name` set to `value`.
     pub fn with_field(mut self, name: impl Into<String>, value: u64) -> Inputs {
         self.fields.insert(name.into(), value);
+        self
+    }
+
+    /// These inputs with `parts` as their list of byte strings.
+    pub fn with_parts(mut self, parts: Vec<Vec<u8>>) -> Inputs {
+        self.parts = parts;
         self
     }
 
@@ -165,6 +174,9 @@ pub struct JobOutput {
     pub verifying_key: VerifyingKey,
     /// One proof per partition, in partition order.
     pub proofs: Vec<Proof>,
+    /// The job's proof made from `proofs` by its kind ([`crate::Instance::finish`], e.g. a
+    /// NI-PoRep's SnarkPack aggregate); `None` for kinds whose proof is `proofs` itself.
+    pub finished: Option<Vec<u8>>,
     /// Each partition's public inputs (ONE not included), in partition order.
     pub public_inputs: Vec<Vec<Scalar>>,
     /// Whether every proof was verified before it was returned.
@@ -174,10 +186,14 @@ pub struct JobOutput {
 }
 
 impl JobOutput {
-    /// The proofs' 192-byte encodings, concatenated in partition order (the form Filecoin
-    /// uses for a multi-partition proof).
+    /// The job's proof: what its kind made from the partition proofs when it makes one
+    /// ([`JobOutput::finished`]), else the proofs' 192-byte encodings concatenated in
+    /// partition order (the form Filecoin uses for a multi-partition proof).
     pub fn proof_bytes(&self) -> Vec<u8> {
-        self.proofs.iter().flat_map(|p| p.to_bytes()).collect()
+        match &self.finished {
+            Some(bytes) => bytes.clone(),
+            None => self.proofs.iter().flat_map(|p| p.to_bytes()).collect(),
+        }
     }
 }
 
