@@ -14,6 +14,8 @@ mod gpu_scale;
 mod host;
 mod logcap;
 mod paramgen;
+#[cfg(feature = "cuda")]
+mod soak_c1;
 mod stats;
 
 use anyhow::Result;
@@ -49,6 +51,9 @@ enum Cmd {
     /// Filecoin PoRep C2 of sealed sectors: cuzk on the GPU vs filecoin-proofs on the CPU (feature `cuda`).
     #[cfg(feature = "cuda")]
     Filecoin(filecoin::Args),
+    /// The 2KiB PoRep inputs of the bundle's run-soak, and verify_seal of its proofs (feature `cuda`).
+    #[cfg(feature = "cuda")]
+    SoakC1(soak_c1::Args),
 }
 
 fn main() -> Result<()> {
@@ -66,5 +71,7 @@ fn main() -> Result<()> {
         Cmd::Scale(args) => gpu_scale::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Filecoin(args) => filecoin::run(&args),
+        #[cfg(feature = "cuda")]
+        Cmd::SoakC1(args) => soak_c1::run(&args),
     }
 }

@@ -2,8 +2,8 @@
 //! benchmarks and service, in `target/bundle/`: stripped release test binaries (one per crate
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
-//! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale` and `run-filecoin`
-//! scripts.
+//! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale`,
+//! `run-filecoin` and `run-soak` scripts.
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
 use crate::util::{project_root, step};
@@ -24,6 +24,7 @@ const RUN_E2E: &str = include_str!("../bundle/run-e2e");
 const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
 const RUN_SCALE: &str = include_str!("../bundle/run-scale");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
+const RUN_SOAK: &str = include_str!("../bundle/run-soak");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 
@@ -71,6 +72,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-sweep"), RUN_SWEEP)?;
     write_script(&dir.join("run-scale"), RUN_SCALE)?;
     write_script(&dir.join("run-filecoin"), RUN_FILECOIN)?;
+    write_script(&dir.join("run-soak"), RUN_SOAK)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -86,7 +88,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES]",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu]",
         dir.display()
     );
     Ok(dir)
@@ -362,6 +364,7 @@ mod tests {
             RUN_SWEEP,
             RUN_SCALE,
             RUN_FILECOIN,
+            RUN_SOAK,
         ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
@@ -371,6 +374,12 @@ mod tests {
             assert!(script.contains("trap cleanup EXIT"));
             assert!(script.contains("backend = \"cuda\""));
         }
+        // The soak drives the daemon with `cuzk soak`, on the CUDA backend unless --cpu.
+        assert!(RUN_SOAK.contains("trap cleanup EXIT"));
+        assert!(RUN_SOAK.contains("BACKEND=cuda"));
+        assert!(RUN_SOAK.contains("\" soak --jobs"));
+        // Its PoRep inputs are made, and its PoRep proofs checked, by the bundled cuzk-bench.
+        assert!(RUN_SOAK.contains("soak-c1 make") && RUN_SOAK.contains("soak-c1 verify"));
         assert!(RUN_SWEEP.contains("16777214"));
         // A packed binary's wrapper runs the unpacked binary with the same arguments.
         assert!(PACKED_WRAPPER.starts_with("#!/usr/bin/env bash\n"));

@@ -1,11 +1,12 @@
 //! `cuzk`: the command line of the cuzk proving daemon. It talks to a daemon over gRPC
-//! only: `status`, `wait-ready`, `prove`, `bench`.
+//! only: `status`, `wait-ready`, `prove`, `bench`, `soak`.
 
 mod bench;
 mod client;
 mod report;
 mod request;
 mod scrape;
+mod soak;
 mod verify;
 
 use anyhow::{bail, Context, Result};
@@ -70,6 +71,9 @@ enum Cmd {
     /// Load generator: per-phase times, s/proof, p50/p95 latency, over one or more
     /// concurrency levels.
     Bench(bench::BenchArgs),
+    /// A long mixed run (proofs, cancellations, refusals) that fails when a job is lost, a
+    /// proof does not verify, or the daemon's memory grows after warm-up.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> Result<()> {
@@ -87,6 +91,7 @@ fn main() -> Result<()> {
                 request,
             } => prove(&target, request, out.as_ref(), vk_out.as_ref(), *verify).await,
             Cmd::Bench(args) => bench::run(&target, args).await,
+            Cmd::Soak(args) => soak::run(&target, args).await,
         }
     })
 }

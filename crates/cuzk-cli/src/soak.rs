@@ -1,0 +1,1217 @@
+//! `cuzk soak`: a long mixed run against one daemon that checks that nothing is lost and
+//! that memory stays flat. Sends a seeded mix of sha256 and synthetic-porep proofs (and 2KiB
+//! PoRep C2 proofs when given a C1 output), cancels some jobs while queued or running, sends
+//! some invalid requests that must be refused with INVALID_ARGUMENT, verifies every proof
+//! here, and samples the daemon's resident memory and the GPUs' used memory every N jobs.
+//!
+//! The jobs go in batches of `--sample-every`; at the end of each batch the driver waits for
+//! the batch's jobs to finish and then samples, so each sample sees what the daemon retains
+//! between jobs, not the working sets of the jobs in flight (a background sampler records
+//! the live peaks, reported but not checked). Memory counts as flat when no sample after the
+//! warm-up (the first `--warmup` jobs, which see every kind of job and so every circuit's
+//! parameters and pools) exceeds the first post-warm-up sample by more than the allowed
+//! growth (`--rss-growth-mib`, `--vram-growth-mib`).
+
+use crate::client::{parse_duration, Client, Target};
+use crate::scrape::Scrape;
+use anyhow::{bail, ensure, Context, Result};
+use clap::Args;
+use cuzk_daemon::proto::{
+    await_proof_response::Status as JobStatus, AwaitProofRequest, AwaitProofResponse,
+    CancelProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest,
+    SubmitProofRequest,
+};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tonic::Code;
+
+/// A proof's size in bellperson's encoding.
+const PROOF_BYTES: usize = 192;
+/// filecoin-proofs-api's StackedDrg2KiBV1_1, as Curio numbers it.
+const POREP_2KIB_V1_1: u64 = 5;
+const SECTOR_2KIB: u64 = 2048;
+/// Preimage lengths of the sha256 jobs: each length is its own circuit (and parameters), so
+/// a few fixed ones, all seen during warm-up.
+const SHA_LENGTHS: [usize; 3] = [3, 64, 200];
+
+/// `cuzk soak` options.
+#[derive(Args, Debug)]
+pub struct SoakArgs {
+    /// Jobs to run, all kinds together.
+    #[arg(short = 'j', long, default_value_t = 1000)]
+    pub jobs: usize,
+    /// Jobs in flight at once.
+    #[arg(short = 'c', long, default_value_t = 12)]
+    pub concurrency: usize,
+    /// Jobs per batch: memory is sampled after each.
+    #[arg(long, default_value_t = 50)]
+    pub sample_every: usize,
+    /// Jobs before the memory baseline (the first sample at or after this many jobs).
+    #[arg(long, default_value_t = 200)]
+    pub warmup: usize,
+    /// Most growth of the daemon's resident memory allowed after warm-up, MiB.
+    #[arg(long, default_value_t = 256)]
+    pub rss_growth_mib: u64,
+    /// Most growth of the GPUs' used memory allowed after warm-up, MiB.
+    #[arg(long, default_value_t = 256)]
+    pub vram_growth_mib: u64,
+    /// The daemon's process id, for its VmRSS in /proc (else the daemon's own
+    /// cuzk_process_resident_memory_bytes metric).
+    #[arg(long)]
+    pub daemon_pid: Option<u32>,
+    /// synthetic-porep sizes, log2 of the constraint count, smallest first; smaller sizes
+    /// get more of the jobs.
+    #[arg(long, value_delimiter = ',', default_value = "16,18,20,22")]
+    pub sizes: Vec<u32>,
+    /// Share of jobs that are sha256 proofs.
+    #[arg(long, default_value_t = 0.25)]
+    pub sha_share: f64,
+    /// Share of jobs that are cancelled (queued or running).
+    #[arg(long, default_value_t = 0.06)]
+    pub cancel_share: f64,
+    /// Share of jobs that are invalid requests, expected to be refused.
+    #[arg(long, default_value_t = 0.04)]
+    pub refuse_share: f64,
+    /// A 2KiB PoRep C1 output (filecoin-proofs-api JSON, bare or in Curio's envelope): adds
+    /// PORep C2 jobs of that sector.
+    #[arg(long)]
+    pub porep_c1: Option<PathBuf>,
+    /// Share of jobs that are PoRep C2 proofs (with --porep-c1).
+    #[arg(long, default_value_t = 0.03)]
+    pub porep_share: f64,
+    /// The sector number of --porep-c1.
+    #[arg(long, default_value_t = 1)]
+    pub porep_sector: u64,
+    /// The miner id of --porep-c1.
+    #[arg(long, default_value_t = 1000)]
+    pub porep_miner: u64,
+    /// Folder for the PoRep proofs (porep-<job>.bin), for checking with filecoin-proofs'
+    /// verify_seal afterwards (the daemon's own check is in `verified`).
+    #[arg(long)]
+    pub proof_dir: Option<PathBuf>,
+    /// The CSV file of the samples.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Seed of the job mix.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A job not finished this long after submission counts as lost.
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    pub job_timeout: Duration,
+    /// The whole run must end within this; no new batch starts after it.
+    #[arg(long, default_value = "480s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+}
+
+/// What a job is and what it must end as.
+#[derive(Clone, Debug)]
+enum Plan {
+    /// Completed and verified, here too (`via_prove`: through Prove, else SubmitProof and
+    /// AwaitProof).
+    Prove { via_prove: bool },
+    /// CancelProof after `delay` (zero: at once, while queued); cancelled, or completed and
+    /// verified when the cancel came too late.
+    Cancel { delay: Duration },
+    /// Refused at submission with INVALID_ARGUMENT.
+    Refuse { why: &'static str },
+}
+
+#[derive(Clone, Debug)]
+struct Job {
+    index: usize,
+    /// Kind label for the tables.
+    kind: String,
+    submit: SubmitProofRequest,
+    plan: Plan,
+    /// A PoRep C2 (verified by the daemon here; its proof kept for verify_seal).
+    porep: bool,
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    Verified,
+    Cancelled {
+        was_running: bool,
+    },
+    /// A cancel target that finished before the cancel (verified).
+    CompletedBeforeCancel,
+    Refused,
+    /// Anything not expected: counts as lost.
+    Unexpected(String),
+}
+
+#[derive(Debug)]
+struct Done {
+    job: Job,
+    outcome: Outcome,
+    latency: Duration,
+}
+
+/// One memory sample.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    jobs_done: usize,
+    elapsed_s: f64,
+    rss_mib: Option<f64>,
+    vram_smi_mib: Option<f64>,
+    vram_status_mib: Option<f64>,
+    completed: usize,
+    cancelled: usize,
+    refused: usize,
+    lost: usize,
+}
+
+impl Sample {
+    /// VRAM as the checks read it: nvidia-smi where it answers, else the daemon's view.
+    fn vram(&self) -> Option<f64> {
+        self.vram_smi_mib.or(self.vram_status_mib)
+    }
+}
+
+/// A tiny seeded generator (splitmix64): the mix must be reproducible from `--seed`.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// The job mix, fixed before the run from the seed.
+struct Mix {
+    args: Mix0,
+    c1: Option<Arc<Vec<u8>>>,
+}
+
+/// The parts of the arguments the mix reads.
+struct Mix0 {
+    sizes: Vec<u32>,
+    sha_share: f64,
+    cancel_share: f64,
+    refuse_share: f64,
+    porep_share: f64,
+    porep_sector: u64,
+    porep_miner: u64,
+}
+
+/// The invalid requests, in turn.
+const REFUSALS: [&str; 8] = [
+    "unknown circuit",
+    "log2_constraints out of range",
+    "log2_constraints and num_constraints",
+    "zero partitions",
+    "unknown field",
+    "sha256 with a field",
+    "no circuit, no proof kind",
+    "proof kind and circuit",
+];
+
+impl Mix {
+    fn synthetic(&self, rng: &mut Rng, log2: u32, partitions: u64) -> SubmitProofRequest {
+        let mut r = SubmitProofRequest {
+            circuit: "synthetic-porep".into(),
+            ..SubmitProofRequest::default()
+        };
+        r.circuit_fields
+            .insert("log2_constraints".into(), log2.into());
+        r.circuit_fields.insert("seed".into(), rng.next() >> 1);
+        if partitions > 1 {
+            r.circuit_fields.insert("partitions".into(), partitions);
+        }
+        r
+    }
+
+    /// A size: weights 8, 4, 2, 1, … from the smallest.
+    fn size(&self, rng: &mut Rng) -> u32 {
+        let n = self.args.sizes.len();
+        let total: u64 = (0..n).map(|i| 1u64 << (n - 1 - i)).sum();
+        let mut pick = rng.next() % total.max(1);
+        for (i, &s) in self.args.sizes.iter().enumerate() {
+            let w = 1u64 << (n - 1 - i);
+            if pick < w {
+                return s;
+            }
+            pick -= w;
+        }
+        self.args.sizes[0]
+    }
+
+    fn sha(&self, rng: &mut Rng, len: usize) -> SubmitProofRequest {
+        SubmitProofRequest {
+            circuit: "sha256".into(),
+            circuit_inputs: rng.bytes(len),
+            ..SubmitProofRequest::default()
+        }
+    }
+
+    fn porep(&self) -> Option<SubmitProofRequest> {
+        let c1 = self.c1.as_ref()?;
+        Some(SubmitProofRequest {
+            proof_kind: ProofKind::PorepSealCommit.into(),
+            vanilla_proof: c1.to_vec(),
+            sector_size: SECTOR_2KIB,
+            registered_proof: POREP_2KIB_V1_1,
+            sector_number: self.args.porep_sector,
+            miner_id: self.args.porep_miner,
+            ..SubmitProofRequest::default()
+        })
+    }
+
+    fn refusal(&self, k: usize) -> (&'static str, SubmitProofRequest) {
+        let why = REFUSALS[k % REFUSALS.len()];
+        let mut r = SubmitProofRequest {
+            circuit: "synthetic-porep".into(),
+            ..SubmitProofRequest::default()
+        };
+        let f = &mut r.circuit_fields;
+        match why {
+            "unknown circuit" => {
+                r.circuit = "no-such-circuit".into();
+            }
+            "log2_constraints out of range" => {
+                f.insert("log2_constraints".into(), 40);
+            }
+            "log2_constraints and num_constraints" => {
+                f.insert("log2_constraints".into(), 10);
+                f.insert("num_constraints".into(), 1000);
+            }
+            "zero partitions" => {
+                f.insert("log2_constraints".into(), 10);
+                f.insert("partitions".into(), 0);
+            }
+            "unknown field" => {
+                f.insert("log2_constraints".into(), 10);
+                f.insert("no_such_field".into(), 1);
+            }
+            "sha256 with a field" => {
+                r.circuit = "sha256".into();
+                r.circuit_inputs = b"abc".to_vec();
+                f.insert("seed".into(), 1);
+            }
+            "no circuit, no proof kind" => {
+                r.circuit.clear();
+            }
+            _ => {
+                f.insert("log2_constraints".into(), 10);
+                r.proof_kind = ProofKind::WinningPost.into();
+            }
+        }
+        (why, r)
+    }
+
+    /// Job `index`, drawn from the generator; the first jobs are one of each kind, so that
+    /// the warm-up sees every circuit.
+    fn job(&self, index: usize, rng: &mut Rng, refusals: &mut usize) -> Job {
+        let largest = *self.args.sizes.last().unwrap_or(&16);
+        let mut opening: Vec<&str> = vec!["sha0", "sha1", "sha2"];
+        opening.extend(std::iter::repeat_n("size", self.args.sizes.len()));
+        opening.extend(["two-partitions", "largest", "largest", "cancel", "refuse"]);
+        if self.c1.is_some() {
+            opening.extend(["porep", "porep-bad"]);
+        }
+        let via_prove = rng.below(3) == 0;
+        let proving = |kind: String, submit, porep| Job {
+            index,
+            kind,
+            submit,
+            plan: Plan::Prove { via_prove },
+            porep,
+        };
+        let synthetic_kind = |log2: u32, parts: u64| {
+            if parts > 1 {
+                format!("synthetic-porep 2^{log2} x{parts}")
+            } else {
+                format!("synthetic-porep 2^{log2}")
+            }
+        };
+        let pick = match opening.get(index) {
+            Some(&kind) => kind,
+            None => {
+                let u = rng.unit();
+                let a = &self.args;
+                let porep = if self.c1.is_some() {
+                    a.porep_share
+                } else {
+                    0.0
+                };
+                if u < a.refuse_share {
+                    "refuse"
+                } else if u < a.refuse_share + a.cancel_share {
+                    "cancel"
+                } else if u < a.refuse_share + a.cancel_share + porep {
+                    "porep"
+                } else if u < a.refuse_share + a.cancel_share + porep + a.sha_share {
+                    "sha"
+                } else if rng.below(10) == 0 {
+                    "two-partitions"
+                } else {
+                    "random-size"
+                }
+            }
+        };
+        match pick {
+            "sha0" | "sha1" | "sha2" | "sha" => {
+                let len = match pick {
+                    "sha0" => SHA_LENGTHS[0],
+                    "sha1" => SHA_LENGTHS[1],
+                    "sha2" => SHA_LENGTHS[2],
+                    _ => SHA_LENGTHS[rng.below(SHA_LENGTHS.len())],
+                };
+                proving(format!("sha256 {len}B"), self.sha(rng, len), false)
+            }
+            "size" => {
+                let log2 = self.args.sizes[index - 3];
+                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), false)
+            }
+            "largest" => proving(
+                synthetic_kind(largest, 1),
+                self.synthetic(rng, largest, 1),
+                false,
+            ),
+            "random-size" => {
+                let log2 = self.size(rng);
+                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), false)
+            }
+            "two-partitions" => {
+                // Two partitions of one of the smaller sizes.
+                let log2 = self.args.sizes[rng.below(self.args.sizes.len().div_ceil(2))];
+                proving(synthetic_kind(log2, 2), self.synthetic(rng, log2, 2), false)
+            }
+            "porep" => match self.porep() {
+                Some(r) => proving("porep-c2 2KiB".into(), r, true),
+                None => unreachable!("PoRep jobs only with a C1 output"),
+            },
+            "porep-bad" => {
+                let mut r = self.porep().expect("with a C1 output");
+                r.vanilla_proof.truncate(r.vanilla_proof.len() / 2);
+                Job {
+                    index,
+                    kind: "refused".into(),
+                    submit: r,
+                    plan: Plan::Refuse {
+                        why: "truncated C1 output",
+                    },
+                    porep: true,
+                }
+            }
+            "cancel" => {
+                // The two largest sizes, so that a delayed cancel finds the job running;
+                // a third of them cancelled at once, while queued.
+                let n = self.args.sizes.len();
+                let log2 = self.args.sizes[n.saturating_sub(1 + rng.below(2.min(n)))];
+                let delay = if rng.below(3) == 0 {
+                    Duration::ZERO
+                } else {
+                    Duration::from_millis(20 + rng.below(300) as u64)
+                };
+                Job {
+                    index,
+                    kind: "cancelled".into(),
+                    submit: self.synthetic(rng, log2, 1),
+                    plan: Plan::Cancel { delay },
+                    porep: false,
+                }
+            }
+            _ => {
+                let (why, submit) = self.refusal(*refusals);
+                *refusals += 1;
+                Job {
+                    index,
+                    kind: "refused".into(),
+                    submit,
+                    plan: Plan::Refuse { why },
+                    porep: false,
+                }
+            }
+        }
+    }
+}
+
+/// Runs the soak; fails when a job is lost, a proof does not verify, or memory grows.
+pub async fn run(target: &Target, args: &SoakArgs) -> Result<()> {
+    ensure!(args.jobs > 0, "--jobs must be at least 1");
+    ensure!(args.concurrency > 0, "--concurrency must be at least 1");
+    ensure!(args.sample_every > 0, "--sample-every must be at least 1");
+    ensure!(!args.sizes.is_empty(), "--sizes needs at least one size");
+    ensure!(
+        args.sizes.iter().all(|&s| (1..=27).contains(&s)),
+        "--sizes are log2 constraint counts from 1 to 27"
+    );
+    let c1 = match &args.porep_c1 {
+        Some(path) => Some(Arc::new(
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        )),
+        None => None,
+    };
+    if let Some(dir) = &args.proof_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mix = Mix {
+        args: Mix0 {
+            sizes: args.sizes.clone(),
+            sha_share: args.sha_share,
+            cancel_share: args.cancel_share,
+            refuse_share: args.refuse_share,
+            porep_share: args.porep_share,
+            porep_sector: args.porep_sector,
+            porep_miner: args.porep_miner,
+        },
+        c1,
+    };
+    let mut rng = Rng(args.seed);
+    let mut refusals = 0;
+    let jobs: Vec<Job> = (0..args.jobs)
+        .map(|i| mix.job(i, &mut rng, &mut refusals))
+        .collect();
+
+    let client = target.client().await?;
+    let status = client
+        .clone()
+        .get_status(GetStatusRequest {})
+        .await
+        .context("GetStatus")?
+        .into_inner();
+    eprintln!(
+        "soak: {} jobs, {} in flight, against {} ({} backend, {} lane(s)); samples every {} jobs, warm-up {} jobs",
+        args.jobs, args.concurrency, target.uri, status.backend, status.lanes, args.sample_every, args.warmup
+    );
+    let probe = Probe {
+        client: client.clone(),
+        pid: args.daemon_pid,
+    };
+
+    // Live peaks between the samples, for the summary.
+    let peaks = Arc::new(Mutex::new((0.0f64, 0.0f64)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = tokio::spawn({
+        let (probe, peaks, stop) = (probe.clone(), Arc::clone(&peaks), Arc::clone(&stop));
+        async move {
+            while !stop.load(Ordering::Relaxed) {
+                let s = probe.sample().await;
+                {
+                    let mut p = peaks.lock().expect("not poisoned");
+                    p.0 = p.0.max(s.rss_mib.unwrap_or(0.0));
+                    p.1 = p.1.max(s.vram().unwrap_or(0.0));
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    });
+
+    let started = Instant::now();
+    let gate = Arc::new(Semaphore::new(args.concurrency));
+    let mut done: Vec<Done> = Vec::with_capacity(jobs.len());
+    let mut samples = vec![probe.sample_at(0, started, &done).await];
+    print_sample_header();
+    print_sample(&samples[0]);
+    let mut out_of_time = false;
+    for batch in jobs.chunks(args.sample_every) {
+        if started.elapsed() > args.time_limit {
+            out_of_time = true;
+            break;
+        }
+        let mut set = JoinSet::new();
+        for job in batch {
+            let permit = Arc::clone(&gate)
+                .acquire_owned()
+                .await
+                .expect("never closed");
+            let (client, job, timeout, dir) = (
+                client.clone(),
+                job.clone(),
+                args.job_timeout,
+                args.proof_dir.clone(),
+            );
+            set.spawn(async move {
+                let t = Instant::now();
+                let outcome = one(client, &job, timeout, dir.as_ref()).await;
+                drop(permit);
+                Done {
+                    job,
+                    outcome,
+                    latency: t.elapsed(),
+                }
+            });
+        }
+        while let Some(d) = set.join_next().await {
+            match d {
+                Ok(d) => {
+                    if let Outcome::Unexpected(why) = &d.outcome {
+                        eprintln!("soak: job {} ({}) LOST: {why}", d.job.index, d.job.kind);
+                    }
+                    done.push(d);
+                }
+                Err(e) => bail!("a job's task failed: {e}"),
+            }
+        }
+        let s = probe.sample_at(done.len(), started, &done).await;
+        print_sample(&s);
+        samples.push(s);
+    }
+    let wall = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.await;
+    let after = client
+        .clone()
+        .get_status(GetStatusRequest {})
+        .await
+        .context("GetStatus after the run")?
+        .into_inner();
+
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv(&samples))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let peaks = *peaks.lock().expect("not poisoned");
+    let report = Report {
+        args,
+        jobs: &jobs,
+        done: &done,
+        samples: &samples,
+        wall,
+        out_of_time,
+        in_flight_after: after.partitions_in_flight,
+        queued_after: after.queues.iter().map(|q| q.pending + q.in_progress).sum(),
+        peaks,
+    };
+    let (text, failures) = report.render();
+    crate::emit(&text);
+    if !failures.is_empty() {
+        bail!("soak failed: {}", failures.join("; "));
+    }
+    Ok(())
+}
+
+/// Runs one job to its outcome.
+async fn one(
+    mut client: Client,
+    job: &Job,
+    timeout: Duration,
+    proof_dir: Option<&PathBuf>,
+) -> Outcome {
+    let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    match &job.plan {
+        Plan::Refuse { why } => match client.submit_proof(job.submit.clone()).await {
+            Err(s) if s.code() == Code::InvalidArgument => Outcome::Refused,
+            Err(s) => Outcome::Unexpected(format!(
+                "{why}: refused with {:?} ({}), not INVALID_ARGUMENT",
+                s.code(),
+                s.message()
+            )),
+            Ok(r) => Outcome::Unexpected(format!(
+                "{why}: accepted as job {}, expected INVALID_ARGUMENT",
+                r.into_inner().job_id
+            )),
+        },
+        Plan::Prove { via_prove: true } => {
+            let reply = client
+                .prove(ProveRequest {
+                    submit: Some(job.submit.clone()),
+                })
+                .await;
+            match reply {
+                Ok(r) => match r.into_inner().result {
+                    Some(r) => completed(job, &r, proof_dir).await,
+                    None => Outcome::Unexpected("Prove answered without a result".into()),
+                },
+                Err(s) => Outcome::Unexpected(format!("Prove: {:?}: {}", s.code(), s.message())),
+            }
+        }
+        Plan::Prove { via_prove: false } | Plan::Cancel { .. } => {
+            let id = match client.submit_proof(job.submit.clone()).await {
+                Ok(r) => r.into_inner().job_id,
+                Err(s) => {
+                    return Outcome::Unexpected(format!(
+                        "SubmitProof: {:?}: {}",
+                        s.code(),
+                        s.message()
+                    ))
+                }
+            };
+            let mut was_running = false;
+            if let Plan::Cancel { delay } = job.plan {
+                tokio::time::sleep(delay).await;
+                match client
+                    .cancel_proof(CancelProofRequest { job_id: id.clone() })
+                    .await
+                {
+                    Ok(r) => was_running = r.into_inner().was_running,
+                    Err(s) => {
+                        return Outcome::Unexpected(format!(
+                            "CancelProof {id}: {:?}: {}",
+                            s.code(),
+                            s.message()
+                        ))
+                    }
+                }
+            }
+            let r = match client
+                .await_proof(AwaitProofRequest {
+                    job_id: id.clone(),
+                    timeout_ms,
+                })
+                .await
+            {
+                Ok(r) => r.into_inner(),
+                Err(s) => {
+                    return Outcome::Unexpected(format!(
+                        "AwaitProof {id}: {:?}: {}",
+                        s.code(),
+                        s.message()
+                    ))
+                }
+            };
+            match (&job.plan, r.status()) {
+                (Plan::Cancel { .. }, JobStatus::Cancelled) => Outcome::Cancelled { was_running },
+                (Plan::Cancel { .. }, JobStatus::Completed) => {
+                    match completed(job, &r, proof_dir).await {
+                        Outcome::Verified => Outcome::CompletedBeforeCancel,
+                        other => other,
+                    }
+                }
+                _ => completed(job, &r, proof_dir).await,
+            }
+        }
+    }
+}
+
+/// Checks a job's response: completed, verified by the daemon, with its verifying key, and
+/// verified here (built-in circuits) or kept for verify_seal (PoRep).
+async fn completed(job: &Job, r: &AwaitProofResponse, proof_dir: Option<&PathBuf>) -> Outcome {
+    if r.status() != JobStatus::Completed {
+        return Outcome::Unexpected(format!(
+            "job {} ended {:?}: {}",
+            r.job_id,
+            r.status(),
+            r.error_message
+        ));
+    }
+    if !r.verified {
+        return Outcome::Unexpected(format!("job {} not verified by the daemon", r.job_id));
+    }
+    if r.verifying_key.is_empty() {
+        return Outcome::Unexpected(format!("job {} came without a verifying key", r.job_id));
+    }
+    let partitions = r.partitions.max(1) as usize;
+    if r.proof.len() != partitions * PROOF_BYTES {
+        return Outcome::Unexpected(format!(
+            "job {}: {} proof bytes for {partitions} partition(s)",
+            r.job_id,
+            r.proof.len()
+        ));
+    }
+    if job.porep {
+        if let Some(dir) = proof_dir {
+            let path = dir.join(format!("porep-{}.bin", job.index));
+            if let Err(e) = std::fs::write(&path, &r.proof) {
+                return Outcome::Unexpected(format!("writing {}: {e}", path.display()));
+            }
+        }
+        return Outcome::Verified;
+    }
+    let (submit, response) = (job.submit.clone(), r.clone());
+    match tokio::task::spawn_blocking(move || crate::verify::check(&submit, &response)).await {
+        Ok(Ok(_)) => Outcome::Verified,
+        Ok(Err(e)) => Outcome::Unexpected(format!("job {}: verify here: {e:#}", r.job_id)),
+        Err(e) => Outcome::Unexpected(format!("job {}: the verify task failed: {e}", r.job_id)),
+    }
+}
+
+/// Reads the daemon's and the GPUs' memory.
+#[derive(Clone)]
+struct Probe {
+    client: Client,
+    pid: Option<u32>,
+}
+
+impl Probe {
+    async fn sample(&self) -> Sample {
+        let rss_mib = match self.pid {
+            Some(pid) => vm_rss_mib(pid),
+            None => self
+                .client
+                .clone()
+                .get_metrics(GetMetricsRequest {})
+                .await
+                .ok()
+                .and_then(|m| {
+                    Scrape::parse(&m.into_inner().prometheus_text)
+                        .value("cuzk_process_resident_memory_bytes", &[])
+                })
+                .map(|b| b / f64::from(1 << 20)),
+        };
+        let vram_status_mib = self
+            .client
+            .clone()
+            .get_status(GetStatusRequest {})
+            .await
+            .ok()
+            .map(|s| s.into_inner().gpus)
+            .filter(|g| !g.is_empty())
+            .map(|gpus| {
+                gpus.iter()
+                    .map(|g| g.vram_total_bytes.saturating_sub(g.vram_free_bytes) as f64)
+                    .sum::<f64>()
+                    / f64::from(1 << 20)
+            });
+        let vram_smi_mib = tokio::task::spawn_blocking(smi_used_mib)
+            .await
+            .ok()
+            .flatten();
+        Sample {
+            rss_mib,
+            vram_smi_mib,
+            vram_status_mib,
+            ..Sample::default()
+        }
+    }
+
+    async fn sample_at(&self, jobs_done: usize, started: Instant, done: &[Done]) -> Sample {
+        let count = |f: fn(&Outcome) -> bool| done.iter().filter(|d| f(&d.outcome)).count();
+        Sample {
+            jobs_done,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            completed: count(|o| matches!(o, Outcome::Verified | Outcome::CompletedBeforeCancel)),
+            cancelled: count(|o| matches!(o, Outcome::Cancelled { .. })),
+            refused: count(|o| matches!(o, Outcome::Refused)),
+            lost: count(|o| matches!(o, Outcome::Unexpected(_))),
+            ..self.sample().await
+        }
+    }
+}
+
+/// VmRSS of a process, MiB.
+fn vm_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Used memory of every GPU together as nvidia-smi reports it, MiB; None without it.
+fn smi_used_mib() -> Option<f64> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=memory.used", "--format=csv,noheader,nounits"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let values: Vec<f64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.0}"))
+}
+
+const SAMPLE_HEADER: &str = "| jobs done | elapsed s | RSS MiB | VRAM MiB (nvidia-smi) | VRAM MiB (GetStatus) | completed | cancelled | refused | lost |\n|---|---|---|---|---|---|---|---|---|\n";
+
+fn sample_row(s: &Sample) -> String {
+    format!(
+        "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |\n",
+        s.jobs_done,
+        s.elapsed_s,
+        opt(s.rss_mib),
+        opt(s.vram_smi_mib),
+        opt(s.vram_status_mib),
+        s.completed,
+        s.cancelled,
+        s.refused,
+        s.lost
+    )
+}
+
+fn print_sample_header() {
+    crate::emit(&format!("\n{SAMPLE_HEADER}"));
+}
+
+fn print_sample(s: &Sample) {
+    crate::emit(&sample_row(s));
+}
+
+fn csv(samples: &[Sample]) -> String {
+    let mut out = String::from(
+        "jobs_done,elapsed_s,rss_mib,vram_smi_mib,vram_status_mib,completed,cancelled,refused,lost\n",
+    );
+    let f = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+    for s in samples {
+        let _ = writeln!(
+            out,
+            "{},{:.2},{},{},{},{},{},{},{}",
+            s.jobs_done,
+            s.elapsed_s,
+            f(s.rss_mib),
+            f(s.vram_smi_mib),
+            f(s.vram_status_mib),
+            s.completed,
+            s.cancelled,
+            s.refused,
+            s.lost
+        );
+    }
+    out
+}
+
+/// Growth after warm-up: the first sample at or after `warmup` jobs against the largest
+/// later one. None when there is no sample after warm-up or no value.
+fn growth(samples: &[Sample], warmup: usize, get: fn(&Sample) -> Option<f64>) -> Option<Growth> {
+    let post: Vec<&Sample> = samples.iter().filter(|s| s.jobs_done >= warmup).collect();
+    let base = get(post.first()?)?;
+    let (at, max) = post
+        .iter()
+        .skip(1)
+        .filter_map(|s| get(s).map(|v| (s.jobs_done, v)))
+        .fold(None, |m: Option<(usize, f64)>, (j, v)| match m {
+            Some((_, mv)) if mv >= v => m,
+            _ => Some((j, v)),
+        })?;
+    Some(Growth {
+        base_at: post[0].jobs_done,
+        base,
+        max_at: at,
+        max,
+    })
+}
+
+struct Growth {
+    base_at: usize,
+    base: f64,
+    max_at: usize,
+    max: f64,
+}
+
+struct Report<'a> {
+    args: &'a SoakArgs,
+    jobs: &'a [Job],
+    done: &'a [Done],
+    samples: &'a [Sample],
+    wall: Duration,
+    out_of_time: bool,
+    in_flight_after: u32,
+    queued_after: u32,
+    peaks: (f64, f64),
+}
+
+impl Report<'_> {
+    /// The tables and the list of failed checks.
+    fn render(&self) -> (String, Vec<String>) {
+        let mut failures = Vec::new();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\n## soak samples (after each batch, nothing in flight)\n"
+        );
+        out.push_str(SAMPLE_HEADER);
+        for s in self.samples {
+            out.push_str(&sample_row(s));
+        }
+
+        // Per kind: count, outcomes, latency.
+        let mut kinds: BTreeMap<&str, Vec<&Done>> = BTreeMap::new();
+        for d in self.done {
+            kinds.entry(d.job.kind.as_str()).or_default().push(d);
+        }
+        let _ = writeln!(out, "\n## soak jobs by kind\n");
+        out.push_str("| kind | jobs | verified | cancelled (running/queued) | completed before cancel | refused | lost | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        for (kind, ds) in &kinds {
+            let mut lat: Vec<u128> = ds.iter().map(|d| d.latency.as_millis()).collect();
+            lat.sort_unstable();
+            let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize];
+            let n = |f: &dyn Fn(&Outcome) -> bool| ds.iter().filter(|d| f(&d.outcome)).count();
+            let _ = writeln!(
+                out,
+                "| {kind} | {} | {} | {} ({}/{}) | {} | {} | {} | {} | {} | {} |",
+                ds.len(),
+                n(&|o| *o == Outcome::Verified),
+                n(&|o| matches!(o, Outcome::Cancelled { .. })),
+                n(&|o| *o == Outcome::Cancelled { was_running: true }),
+                n(&|o| *o == Outcome::Cancelled { was_running: false }),
+                n(&|o| *o == Outcome::CompletedBeforeCancel),
+                n(&|o| *o == Outcome::Refused),
+                n(&|o| matches!(o, Outcome::Unexpected(_))),
+                pct(0.5),
+                pct(0.95),
+                lat[lat.len() - 1]
+            );
+        }
+
+        // The checks.
+        let count =
+            |f: &dyn Fn(&Outcome) -> bool| self.done.iter().filter(|d| f(&d.outcome)).count();
+        let verified = count(&|o| matches!(o, Outcome::Verified | Outcome::CompletedBeforeCancel));
+        let cancelled = count(&|o| matches!(o, Outcome::Cancelled { .. }));
+        let cancel_running = count(&|o| *o == Outcome::Cancelled { was_running: true });
+        let late = count(&|o| *o == Outcome::CompletedBeforeCancel);
+        let refused = count(&|o| *o == Outcome::Refused);
+        let lost = count(&|o| matches!(o, Outcome::Unexpected(_)));
+        let planned = |f: &dyn Fn(&Plan) -> bool| self.jobs.iter().filter(|j| f(&j.plan)).count();
+        let want_cancel = planned(&|p| matches!(p, Plan::Cancel { .. }));
+        let want_refuse = planned(&|p| matches!(p, Plan::Refuse { .. }));
+        let porep = self
+            .done
+            .iter()
+            .filter(|d| d.job.porep && d.outcome == Outcome::Verified)
+            .count();
+        let proofs: usize = self
+            .done
+            .iter()
+            .filter(|d| {
+                matches!(
+                    d.outcome,
+                    Outcome::Verified | Outcome::CompletedBeforeCancel
+                )
+            })
+            .map(|d| {
+                d.job
+                    .submit
+                    .circuit_fields
+                    .get("partitions")
+                    .copied()
+                    .unwrap_or(1) as usize
+            })
+            .sum();
+        let mut rows: Vec<(String, bool, String)> = Vec::new();
+        let mut check = |name: &str, ok: bool, detail: String| {
+            if !ok {
+                failures.push(format!("{name}: {detail}"));
+            }
+            rows.push((name.to_string(), ok, detail));
+        };
+        check(
+            "every job ran",
+            self.done.len() == self.jobs.len() && !self.out_of_time,
+            format!(
+                "{} of {} jobs in {:.1} s{}",
+                self.done.len(),
+                self.jobs.len(),
+                self.wall.as_secs_f64(),
+                if self.out_of_time {
+                    format!(
+                        "; stopped at the time limit of {} s",
+                        self.args.time_limit.as_secs()
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        check(
+            "zero jobs lost",
+            lost == 0,
+            format!("{lost} lost; {verified} completed, {cancelled} cancelled, {refused} refused"),
+        );
+        let unverified = count(&|o| matches!(o, Outcome::Unexpected(why) if why.contains("verif")));
+        check(
+            "every proof verified",
+            unverified == 0,
+            format!(
+                "{unverified} not verified; {verified} jobs, {proofs} proofs: `verified` from the daemon and checked here{}",
+                if porep > 0 {
+                    format!(
+                        " ({porep} PoRep C2 jobs: the daemon's check here, verify_seal after the run)"
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        check(
+            "cancellations",
+            want_cancel == 0 || cancelled > 0,
+            format!(
+                "{cancelled} of {want_cancel} cancelled ({cancel_running} while running), {late} finished before the cancel"
+            ),
+        );
+        check(
+            "refusals (INVALID_ARGUMENT)",
+            refused == want_refuse,
+            format!("{refused} of {want_refuse}"),
+        );
+        check(
+            "nothing left in the daemon",
+            self.in_flight_after == 0 && self.queued_after == 0,
+            format!(
+                "{} partition(s) in flight, {} job(s) queued or running after the run",
+                self.in_flight_after, self.queued_after
+            ),
+        );
+        for (name, limit, get, peak) in [
+            (
+                "RSS flat after warm-up",
+                self.args.rss_growth_mib,
+                (|s: &Sample| s.rss_mib) as fn(&Sample) -> Option<f64>,
+                self.peaks.0,
+            ),
+            (
+                "VRAM flat after warm-up",
+                self.args.vram_growth_mib,
+                Sample::vram,
+                self.peaks.1,
+            ),
+        ] {
+            match growth(self.samples, self.args.warmup, get) {
+                Some(g) => {
+                    let grew = g.max - g.base;
+                    check(
+                        name,
+                        grew <= limit as f64,
+                        format!(
+                            "{:.0} MiB at job {} -> max {:.0} MiB at job {}: {:+.0} MiB (limit {limit}); live peak {:.0} MiB",
+                            g.base, g.base_at, g.max, g.max_at, grew, peak
+                        ),
+                    );
+                }
+                None if self.samples.iter().all(|s| get(s).is_none()) => {
+                    check(name, true, "not measured here (no value)".into());
+                }
+                None => check(
+                    name,
+                    false,
+                    format!(
+                        "fewer than two samples after the warm-up of {} jobs: run more jobs",
+                        self.args.warmup
+                    ),
+                ),
+            }
+        }
+
+        let _ = writeln!(out, "\n## soak summary\n");
+        out.push_str("| check | result | detail |\n|---|---|---|\n");
+        for (name, ok, detail) in &rows {
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {detail} |",
+                if *ok { "ok" } else { "FAILED" }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nsoak: {} in {:.1} s",
+            if failures.is_empty() { "PASS" } else { "FAIL" },
+            self.wall.as_secs_f64()
+        );
+        (out, failures)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mix(c1: bool) -> Mix {
+        Mix {
+            args: Mix0 {
+                sizes: vec![16, 18, 20, 22],
+                sha_share: 0.25,
+                cancel_share: 0.06,
+                refuse_share: 0.04,
+                porep_share: 0.03,
+                porep_sector: 1,
+                porep_miner: 1000,
+            },
+            c1: c1.then(|| Arc::new(b"{}".to_vec())),
+        }
+    }
+
+    #[test]
+    fn the_mix_opens_with_every_kind_and_is_seeded() {
+        let m = mix(true);
+        let draw = |seed| {
+            let (mut rng, mut k) = (Rng(seed), 0);
+            (0..1000)
+                .map(|i| m.job(i, &mut rng, &mut k))
+                .collect::<Vec<_>>()
+        };
+        let jobs = draw(7);
+        let kinds: Vec<&str> = jobs[..16].iter().map(|j| j.kind.as_str()).collect();
+        for k in [
+            "sha256 3B",
+            "sha256 64B",
+            "sha256 200B",
+            "synthetic-porep 2^16",
+            "synthetic-porep 2^22",
+            "cancelled",
+            "refused",
+            "porep-c2 2KiB",
+        ] {
+            assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+        }
+        let n = |f: &dyn Fn(&Job) -> bool| jobs.iter().filter(|j| f(j)).count();
+        let cancels = n(&|j| matches!(j.plan, Plan::Cancel { .. }));
+        let refusals = n(&|j| matches!(j.plan, Plan::Refuse { .. }));
+        assert!((30..100).contains(&cancels), "{cancels} cancels");
+        assert!((20..80).contains(&refusals), "{refusals} refusals");
+        assert!(n(&|j| j.porep) > 10);
+        let again = draw(7);
+        assert!(jobs
+            .iter()
+            .zip(&again)
+            .all(|(a, b)| a.submit == b.submit && a.kind == b.kind));
+        assert!(!mix(false).job(20, &mut Rng(1), &mut 0).porep);
+    }
+
+    #[test]
+    fn refusals_are_invalid_requests() {
+        let m = mix(false);
+        for k in 0..REFUSALS.len() {
+            let (why, r) = m.refusal(k);
+            assert_eq!(why, REFUSALS[k]);
+            // Each is a request the kinds or the edge refuse; spot-check a few shapes.
+            match why {
+                "unknown circuit" => assert_eq!(r.circuit, "no-such-circuit"),
+                "no circuit, no proof kind" => {
+                    assert!(r.circuit.is_empty() && r.proof_kind == 0)
+                }
+                "proof kind and circuit" => assert!(!r.circuit.is_empty() && r.proof_kind != 0),
+                _ => assert!(!r.circuit.is_empty()),
+            }
+        }
+    }
+
+    #[test]
+    fn growth_is_measured_from_the_first_sample_after_warm_up() {
+        let s = |jobs_done, rss| Sample {
+            jobs_done,
+            rss_mib: Some(rss),
+            ..Sample::default()
+        };
+        let samples = [
+            s(0, 10.0),
+            s(100, 900.0),
+            s(200, 1000.0),
+            s(300, 1100.0),
+            s(400, 1050.0),
+        ];
+        let g = growth(&samples, 200, |s| s.rss_mib).unwrap();
+        assert_eq!(
+            (g.base_at, g.base, g.max_at, g.max),
+            (200, 1000.0, 300, 1100.0)
+        );
+        assert!(growth(&samples[..3], 200, |s| s.rss_mib).is_none());
+        assert!(growth(&samples, 200, |s| s.vram_smi_mib).is_none());
+    }
+}
