@@ -68,6 +68,22 @@ pub(crate) trait Job: Send + Sync {
     /// Partition `k`'s witness on `pce` (its public inputs not yet checked), written into
     /// the memory of `spare`, a witness no longer needed (`Witness::default()` for none).
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness>;
+    /// Whether the request's proof is made from its partition proofs by [`Job::finish`]
+    /// (NI-PoRep's aggregate) rather than being their encodings back to back.
+    fn finishes(&self) -> bool {
+        false
+    }
+    /// The request's proof from its partitions' verified proofs and their public inputs (ONE
+    /// excluded), in partition order, with the parameter folder of `cache`: by default the
+    /// proofs' 192-byte encodings back to back, filecoin-proofs' multi-partition form.
+    fn finish(&self, cache: &ParamCache, proofs: &[Proof], inputs: &[Vec<Fr>]) -> Result<Vec<u8>> {
+        let _ = (cache, inputs);
+        let mut bytes = Vec::with_capacity(proofs.len() * Proof::SIZE);
+        for p in proofs {
+            bytes.extend_from_slice(&p.to_bytes());
+        }
+        Ok(bytes)
+    }
 }
 
 /// A circuit named ahead of any request (the daemon's `PreloadSRS`): its id, and how to load
@@ -271,10 +287,7 @@ pub(crate) fn prove_job(prover: &Prover<'_>, job: &dyn Job) -> Result<Proved> {
     verify_all(&keys, &proofs, &expected)?;
     let verify = verify_start.elapsed();
 
-    let mut bytes = Vec::with_capacity(proofs.len() * Proof::SIZE);
-    for p in &proofs {
-        bytes.extend_from_slice(&p.to_bytes());
-    }
+    let bytes = job.finish(prover.cache(), &proofs, &expected)?;
     let timings = Timings {
         load,
         synthesis,

@@ -244,6 +244,20 @@ mod tests {
             registered_seal_proof(8).unwrap(),
             RegisteredSealProof::StackedDrg32GiBV1_1
         );
+        // NI-PoRep: 15–19, as filecoin-proofs-api numbers them (its porep ids carry them).
+        for (n, ni) in [
+            (15, RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
+            (18, RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep),
+            (19, RegisteredSealProof::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
+        ] {
+            let found = registered_seal_proof(n).unwrap();
+            assert_eq!(found, ni);
+            assert_eq!(u64::from(found.as_v1_config().porep_id[0]), n);
+        }
+        assert!(matches!(
+            registered_seal_proof(20),
+            Err(Error::UnknownRegisteredProof { value: 20, .. })
+        ));
         assert_eq!(
             registered_post_proof(13).unwrap(),
             RegisteredPoStProof::StackedDrgWindow32GiBV1_2

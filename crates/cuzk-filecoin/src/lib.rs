@@ -34,6 +34,7 @@ mod error;
 mod gpu;
 pub mod ids;
 pub mod kinds;
+mod ni;
 mod porep;
 mod post;
 mod progress;

@@ -2,7 +2,7 @@
 //! filecoin-proofs' `seal_commit_phase2` returns.
 
 use crate::cache::{CircuitId, CircuitKeys, ParamCache};
-use crate::compound::{prove_job, CompoundJob, Proved, Runs};
+use crate::compound::{prove_job, CompoundJob, Job, Proved, Runs};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::Prover;
@@ -10,8 +10,8 @@ use base64::Engine as _;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, MerkleTreeTrait, PoRepConfig,
-    ProverId, SealCommitOutput, SealCommitPhase1Output, SectorShape2KiB, SectorShape32GiB,
-    SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+    ProverId, SealCommitPhase1Output, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB,
+    SectorShape64GiB, SectorShape8MiB,
 };
 use filecoin_proofs_api::seal::{SealCommitPhase1Output as ApiC1, VanillaSealProof};
 use serde::Deserialize;
@@ -196,41 +196,90 @@ impl Prover<'_> {
             sector_size = u64::from(config.sector_size)
         );
         let _enter = span.enter();
-        let (comm_r, seed) = (c1.comm_r, c1.seed);
-        let job = porep_job::<Tree>(config, c1, prover_id, sector_id)?;
-        let mut proved = prove_job(self, &job)?;
-        let kind = ProofKind::PoRep;
+        // NI-PoRep's job aggregates its partition proofs (`NiPoRepJob::finish`).
+        let job = porep_job_boxed::<Tree>(config, c1, prover_id, sector_id)?;
+        prove_job(self, &*job)
+    }
+}
 
-        // NI-PoRep returns the SnarkPack aggregate of its circuit proofs, made by
-        // filecoin-proofs from the SRS in its own parameter folder.
-        if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
-            if config.api_version < ApiFeature::NonInteractivePoRep.first_supported_version() {
-                return Err(Error::FilecoinProofs {
-                    kind,
-                    step: "NI-PoRep aggregation",
-                    message: format!(
-                        "API version {} does not support NI-PoRep",
-                        config.api_version
-                    ),
-                });
-            }
-            let output = SealCommitOutput {
-                proof: std::mem::take(&mut proved.proof),
-            };
-            proved.proof = filecoin_proofs::aggregate_seal_commit_proofs::<Tree>(
-                config,
-                &[comm_r],
-                &[seed],
-                &[output],
-                bellperson::groth16::aggregate::AggregateVersion::V2,
-            )
-            .map_err(|e| Error::FilecoinProofs {
-                kind,
-                step: "NI-PoRep aggregation",
-                message: chain(&e),
-            })?;
-        }
-        Ok(proved)
+/// The PoRep job of a C1 output: its partitions, and for NI-PoRep the aggregation of their
+/// proofs into the seal proof, as filecoin-proofs' `seal_commit_phase2` makes it.
+fn porep_job_boxed<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    c1: SealCommitPhase1Output<Tree>,
+    prover_id: ProverId,
+    sector_id: u64,
+) -> Result<Box<dyn Job>> {
+    if !config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Ok(Box::new(porep_job::<Tree>(
+            config, c1, prover_id, sector_id,
+        )?));
+    }
+    if config.api_version < ApiFeature::NonInteractivePoRep.first_supported_version() {
+        return Err(Error::FilecoinProofs {
+            kind: ProofKind::PoRep,
+            step: "NI-PoRep aggregation",
+            message: format!(
+                "API version {} does not support NI-PoRep",
+                config.api_version
+            ),
+        });
+    }
+    let comm_r = c1.comm_r;
+    Ok(Box::new(NiPoRepJob {
+        inner: porep_job::<Tree>(config, c1, prover_id, sector_id)?,
+        comm_r,
+    }))
+}
+
+/// A NI-PoRep: the PoRep circuit's partitions (13 for 2KiB to 1GiB sectors, 126 for 32GiB
+/// and 64GiB, as filecoin-proofs sets them), whose proofs become one SnarkPack aggregate.
+struct NiPoRepJob<Tree: 'static + MerkleTreeTrait> {
+    inner: PoRepJob<Tree>,
+    comm_r: [u8; 32],
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Job for NiPoRepJob<Tree> {
+    fn id(&self) -> &CircuitId {
+        self.inner.id()
+    }
+
+    fn partitions(&self) -> usize {
+        self.inner.partitions()
+    }
+
+    fn load(&self, cache: &ParamCache) -> Result<Arc<CircuitKeys>> {
+        self.inner.load(cache)
+    }
+
+    fn record(&self) -> std::result::Result<cuzk_synth::Pce, cuzk_synth::SynthError> {
+        self.inner.record()
+    }
+
+    fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<blstrs::Scalar>> {
+        self.inner.public_inputs(k)
+    }
+
+    fn witness(
+        &self,
+        pce: &cuzk_synth::Pce,
+        k: usize,
+        spare: cuzk_synth::Witness,
+    ) -> Result<cuzk_synth::Witness> {
+        self.inner.witness(pce, k, spare)
+    }
+
+    fn finishes(&self) -> bool {
+        true
+    }
+
+    fn finish(
+        &self,
+        cache: &ParamCache,
+        proofs: &[cuzk_groth16::Proof],
+        inputs: &[Vec<blstrs::Scalar>],
+    ) -> Result<Vec<u8>> {
+        crate::ni::aggregate(cache, self.inner.id(), &self.comm_r, proofs, inputs)
     }
 }
 
@@ -313,6 +362,7 @@ pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
         k: None,
         seed: Some(seed),
     };
+    check_vanilla(&pub_params.vanilla_params, &public_inputs, &vanilla_proofs)?;
     Ok(CompoundJob {
         id,
         verifier_in: public_inputs.clone(),
@@ -323,6 +373,76 @@ pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
         split: Some(porep_runs::<Tree>),
         _marker: PhantomData,
     })
+}
+
+/// Checks a C1 output's vanilla proofs before anything is synthesized, naming what is wrong:
+/// each proof must open the challenge the seed and replica id derive (a C1 output with a
+/// stale `seed` fails here), every partition must open `comm_r` and `comm_d`, and then
+/// filecoin-proofs' vanilla verification of each challenge must pass (labels, columns,
+/// Merkle paths, encoding).
+fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
+    pub_params: &stacked::PublicParams<Tree>,
+    pub_inputs: &stacked::PublicInputs<
+        <Tree::Hasher as Hasher>::Domain,
+        <DefaultPieceHasher as Hasher>::Domain,
+    >,
+    partitions: &[Vec<stacked::Proof<Tree, DefaultPieceHasher>>],
+) -> Result<()> {
+    use filecoin_hashers::HashFunction;
+    use rayon::prelude::*;
+    use storage_proofs_core::merkle::MerkleProofTrait;
+    let rejected = |message: String| Error::VanillaRejected {
+        kind: ProofKind::PoRep,
+        message,
+    };
+    let Some(tau) = &pub_inputs.tau else {
+        return Err(rejected("no comm_r and comm_d to check against".into()));
+    };
+    let nodes = pub_params.graph.size();
+    partitions
+        .par_iter()
+        .enumerate()
+        .try_for_each(|(k, proofs)| {
+            let challenges = pub_inputs.challenges(&pub_params.challenges, nodes, Some(k));
+            for (i, (proof, &challenge)) in proofs.iter().zip(&challenges).enumerate() {
+                if !proof.comm_d_proofs.proves_challenge(challenge) {
+                    let seed = pub_inputs.seed.map(|s| hex(&s)).unwrap_or_default();
+                    return Err(rejected(format!(
+                        "seed {seed} derives node {challenge} for partition {k}'s challenge \
+                         {i}, but the vanilla proof opens node {}: the C1 output was made \
+                         with another seed (or replica id)",
+                        proof.comm_d_proofs.path_index()
+                    )));
+                }
+                let comm_r =
+                    <Tree::Hasher as Hasher>::Function::hash2(&proof.comm_c(), &proof.comm_r_last());
+                if comm_r != tau.comm_r {
+                    return Err(rejected(format!(
+                        "comm_r is {}, but partition {k}'s challenge {i} opens comm_r {}",
+                        hex(tau.comm_r.into_bytes().as_slice()),
+                        hex(comm_r.into_bytes().as_slice())
+                    )));
+                }
+                if proof.comm_d_proofs.root() != tau.comm_d {
+                    return Err(rejected(format!(
+                        "comm_d is {}, but partition {k}'s challenge {i} opens comm_d {}",
+                        hex(tau.comm_d.into_bytes().as_slice()),
+                        hex(proof.comm_d_proofs.root().into_bytes().as_slice())
+                    )));
+                }
+            }
+            let bad = proofs
+                .par_iter()
+                .zip(challenges.par_iter())
+                .position_any(|(proof, &c)| !proof.verify(pub_params, pub_inputs, c, &pub_params.graph));
+            match bad {
+                None => Ok(()),
+                Some(i) => Err(rejected(format!(
+                    "partition {k}'s challenge {i} does not verify (its labels, columns or \
+                     Merkle paths are not the sector's)"
+                ))),
+            }
+        })
 }
 
 /// The PoRep job of one sector shape.
@@ -364,50 +484,31 @@ fn porep_runs<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
-/// The PoRep job of a decoded C1 output (any sector shape), for the scheduler's kind. NI-PoRep
-/// is refused: its proof is an aggregate the scheduler's partition proofs are not.
+/// The PoRep job of a decoded C1 output (any sector shape), for the scheduler's kind: for
+/// NI-PoRep, a job whose partition proofs the scheduler hands back for aggregation
+/// ([`Job::finish`]).
 pub(crate) fn porep_job_api(
     c1: ApiC1,
     prover_id: ProverId,
     sector_id: u64,
-) -> Result<Box<dyn crate::compound::Job>> {
+) -> Result<Box<dyn Job>> {
     check_c1_size(&c1)?;
     let config = c1.registered_proof.as_v1_config();
-    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
-        return Err(Error::FilecoinProofs {
-            kind: ProofKind::PoRep,
-            step: "NI-PoRep aggregation",
-            message: format!(
-                "{:?} proofs are aggregated; the daemon proves interactive and synthetic PoRep only (use the library's seal_commit_phase2)",
-                c1.registered_proof
-            ),
-        });
-    }
-    fn boxed<Tree: 'static + MerkleTreeTrait>(
-        config: &PoRepConfig,
-        c1: SealCommitPhase1Output<Tree>,
-        prover_id: ProverId,
-        sector_id: u64,
-    ) -> Result<Box<dyn crate::compound::Job>> {
-        Ok(Box::new(porep_job::<Tree>(
-            config, c1, prover_id, sector_id,
-        )?))
-    }
     match c1.vanilla_proofs {
         VanillaSealProof::StackedDrg2KiBV1(p) => {
-            boxed::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
         }
         VanillaSealProof::StackedDrg8MiBV1(p) => {
-            boxed::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
         }
         VanillaSealProof::StackedDrg512MiBV1(p) => {
-            boxed::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
         }
         VanillaSealProof::StackedDrg32GiBV1(p) => {
-            boxed::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
         }
         VanillaSealProof::StackedDrg64GiBV1(p) => {
-            boxed::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
         }
     }
 }

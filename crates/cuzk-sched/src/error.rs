@@ -209,6 +209,16 @@ pub enum JobError {
         worker: String,
     },
 
+    /// Making job `job`'s proof from its partitions' proofs ([`crate::Instance::finish`])
+    /// failed or panicked with `message`.
+    #[error("{job}: making the proof from its partition proofs failed: {message}")]
+    Finish {
+        /// The job.
+        job: JobId,
+        /// What went wrong.
+        message: String,
+    },
+
     /// The scheduler shut down before job `job` finished.
     #[error("{job} was stopped by shutdown")]
     ShutDown {
@@ -232,6 +242,7 @@ impl JobError {
             | JobError::Verifier { job, .. }
             | JobError::Memory { job, .. }
             | JobError::WorkerGone { job, .. }
+            | JobError::Finish { job, .. }
             | JobError::ShutDown { job } => *job,
         }
     }

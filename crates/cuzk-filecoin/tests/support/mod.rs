@@ -266,8 +266,34 @@ pub fn api_c1_json(
     prover_id: ProverId,
     sector: u64,
 ) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
+    api_c1_json_of(
+        filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1,
+        prover_id,
+        sector,
+    )
+}
+
+/// Like [`api_c1_json`] for a NI-PoRep sector (`StackedDrg2KiBV1_2_Feat_NonInteractivePoRep`,
+/// number 15): 13 partitions of 2 challenges, drawn without the seed.
+pub fn ni_c1_json(
+    prover_id: ProverId,
+    sector: u64,
+) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
+    api_c1_json_of(
+        filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        prover_id,
+        sector,
+    )
+}
+
+/// Seals a 2KiB sector of registered proof `rp` through filecoin-proofs-api and returns its
+/// C1 output, as a value and as JSON.
+pub fn api_c1_json_of(
+    rp: filecoin_proofs_api::RegisteredSealProof,
+    prover_id: ProverId,
+    sector: u64,
+) -> Result<(filecoin_proofs_api::seal::SealCommitPhase1Output, Vec<u8>)> {
     use filecoin_proofs_api::seal as api;
-    let rp = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1;
     let dir = temp_dir("api-sector-");
     let cache_dir = dir.path().join("cache");
     fs::create_dir_all(&cache_dir)?;

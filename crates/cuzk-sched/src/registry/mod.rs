@@ -17,7 +17,7 @@ pub use synthetic::SyntheticPoRepKind;
 use crate::{Inputs, ParameterGenerator, Shape, SubmitError};
 use cache::SetupCache;
 use cuzk_field::Scalar;
-use cuzk_groth16::Parameters;
+use cuzk_groth16::{Parameters, Proof};
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,6 +85,21 @@ pub trait Instance: Send + Sync + fmt::Debug + 'static {
     /// worker (it may take long). The default, `None`, records and generates.
     fn load_setup(&self) -> Option<Result<ReadySetup, LoadError>> {
         None
+    }
+
+    /// Whether the job's proof is made from its partitions' proofs by [`Instance::finish`]
+    /// (a NI-PoRep's SnarkPack aggregate) rather than being their 192-byte encodings back to
+    /// back. The default: `false`.
+    fn finishes(&self) -> bool {
+        false
+    }
+
+    /// The job's proof from its partitions' proofs, in partition order, once every one is
+    /// proved (and verified, when the scheduler verifies). Called only when
+    /// [`Instance::finishes`], once per job, on a thread of its own outside the scheduler's
+    /// lock; an error fails the job. The default concatenates the proofs' encodings.
+    fn finish(&self, proofs: &[Proof]) -> Result<Vec<u8>, LoadError> {
+        Ok(proofs.iter().flat_map(|p| p.to_bytes()).collect())
     }
 }
 

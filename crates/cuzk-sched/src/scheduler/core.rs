@@ -3,7 +3,9 @@
 //! device, and the end of a job.
 
 use super::job::{Job, Order};
-use super::tasks::{Event, ProveDone, ProveTask, Spare, SynthDone, SynthTask, Work};
+use super::tasks::{
+    Event, FinishDone, FinishTask, ProveDone, ProveTask, Spare, SynthDone, SynthTask, Work,
+};
 use crate::{
     JobCounts, JobError, JobId, JobState, JobStatus, Lane, LaneStats, PartitionCounts, Setup,
 };
@@ -69,6 +71,9 @@ pub(crate) struct Core {
     spares: Vec<Spare>,
     /// Spares given up, freed by the dispatcher outside the lock.
     retired: Vec<Spare>,
+    /// Jobs whose every partition is proved, for the dispatcher to hand to finishing
+    /// threads outside the lock ([`crate::Instance::finishes`]).
+    finishing: Vec<FinishTask>,
     pub lanes: Vec<LaneState>,
     pub synth_busy: Duration,
     pub synth_partitions: u64,
@@ -102,6 +107,7 @@ impl Core {
             idle_lanes: idle_lanes.into(),
             spares: Vec::new(),
             retired: Vec::new(),
+            finishing: Vec::new(),
             lanes: lanes
                 .iter()
                 .map(|&lane| LaneState {
@@ -209,6 +215,22 @@ impl Core {
             Event::Wake => {}
             Event::Synthesized(done) => self.on_synthesized(*done),
             Event::Proved(done) => self.on_proved(*done),
+            Event::Finished(done) => self.on_finished(*done),
+        }
+    }
+
+    /// A job's proof made from its partition proofs; a job that finished meanwhile (a
+    /// deadline, a cancel) has already answered.
+    fn on_finished(&mut self, done: FinishDone) {
+        let Some(job) = self.jobs.get_mut(&done.job) else {
+            return;
+        };
+        match done.outcome {
+            Ok(bytes) => {
+                job.finished = Some(bytes);
+                self.finish(done.job, None);
+            }
+            Err(e) => self.finish(done.job, Some(e)),
         }
     }
 
@@ -279,7 +301,16 @@ impl Core {
                     self.pinned_on[device] -= 1;
                 }
                 if job.proved == job.partitions {
-                    self.finish(done.job, None);
+                    if job.instance.finishes() {
+                        self.finishing.push(FinishTask {
+                            job: done.job,
+                            instance: Arc::clone(&job.instance),
+                            proofs: job.proofs.iter().flatten().copied().collect(),
+                            span: job.span.clone(),
+                        });
+                    } else {
+                        self.finish(done.job, None);
+                    }
                 }
             }
             Err(e) => self.finish(done.job, Some(e)),
@@ -410,6 +441,11 @@ impl Core {
     /// (unmapping gigabytes takes a while); each gives its bytes back as it goes.
     pub fn take_retired(&mut self) -> Vec<Spare> {
         std::mem::take(&mut self.retired)
+    }
+
+    /// Jobs to finish outside the lock (see `finishing`).
+    pub fn take_finishing(&mut self) -> Vec<FinishTask> {
+        std::mem::take(&mut self.finishing)
     }
 
     /// Partitions synthesizing or ready for `device`.

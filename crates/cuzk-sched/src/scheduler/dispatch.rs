@@ -2,8 +2,10 @@
 //! starts what can start.
 
 use super::core::Ctx;
-use super::tasks::{Event, ProveTask, SynthTask};
+use super::tasks::{Event, FinishDone, FinishTask, ProveTask, SynthTask};
 use super::{lock, Shared};
+use crate::JobError;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Instant;
@@ -55,8 +57,50 @@ pub(crate) fn run(
             shared.drained.notify_all();
         }
         let retired = core.take_retired();
+        let finishing = core.take_finishing();
         drop(core);
         // Freed outside the lock: each gives its memory back, then its reserved bytes.
         drop(retired);
+        for task in finishing {
+            finish(task, shared.events.clone());
+        }
+    }
+}
+
+/// Makes a job's proof from its partition proofs on a thread of its own (an aggregation may
+/// take seconds, and neither the lock nor a lane should wait for it), then reports.
+fn finish(task: FinishTask, events: Sender<Event>) {
+    let job = task.job;
+    let report = events.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("cuzk-finish-{}", job.0))
+        .spawn(move || {
+            let _enter = task.span.enter();
+            let start = Instant::now();
+            let outcome =
+                match catch_unwind(AssertUnwindSafe(|| task.instance.finish(&task.proofs))) {
+                    Ok(Ok(bytes)) => Ok(bytes),
+                    Ok(Err(e)) => Err(JobError::Finish {
+                        job,
+                        message: e.to_string(),
+                    }),
+                    Err(payload) => Err(JobError::Finish {
+                        job,
+                        message: format!("panic: {}", super::workers::panic_message(&*payload)),
+                    }),
+                };
+            tracing::info!(
+                finish_ms = start.elapsed().as_millis() as u64,
+                ok = outcome.is_ok(),
+                "job's proof made from its partition proofs"
+            );
+            let _ = report.send(Event::Finished(Box::new(FinishDone { job, outcome })));
+        });
+    if let Err(e) = spawned {
+        let outcome = Err(JobError::Finish {
+            job,
+            message: format!("no finishing thread: {e}"),
+        });
+        let _ = events.send(Event::Finished(Box::new(FinishDone { job, outcome })));
     }
 }

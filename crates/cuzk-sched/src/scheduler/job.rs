@@ -45,6 +45,8 @@ pub(crate) struct Job {
     pub started: usize,
     pub proved: usize,
     pub proofs: Vec<Option<Proof>>,
+    /// The proof [`Instance::finish`] made from `proofs`, for kinds that make one.
+    pub finished: Option<Vec<u8>>,
     pub public_inputs: Vec<Vec<Scalar>>,
     pub times: Vec<PartTimes>,
     pub setup: Duration,
@@ -136,6 +138,7 @@ impl Job {
                 .vk
                 .clone(),
             proofs,
+            finished: self.finished.take(),
             public_inputs: std::mem::take(&mut self.public_inputs),
             verified,
             timings,

@@ -233,6 +233,7 @@ impl Scheduler {
             started: 0,
             proved: 0,
             proofs: vec![None; partitions],
+            finished: None,
             public_inputs: vec![Vec::new(); partitions],
             times: vec![PartTimes::default(); partitions],
             setup: Duration::ZERO,

@@ -17,6 +17,8 @@ pub(crate) enum Event {
     Synthesized(Box<SynthDone>),
     /// A lane finished a partition (boxed: a proof is large, and events queue up).
     Proved(Box<ProveDone>),
+    /// A finishing thread made a job's proof from its partitions' proofs.
+    Finished(Box<FinishDone>),
 }
 
 /// What a lane proves: the witness, or what the backend prepared from it.
@@ -94,4 +96,19 @@ pub(crate) struct ProveDone {
     pub outcome: Result<Proof, JobError>,
     pub prove: Duration,
     pub verify: Duration,
+}
+
+/// A job whose partitions are all proved and whose kind makes its proof from them
+/// ([`Instance::finish`]); run by a thread of its own.
+pub(crate) struct FinishTask {
+    pub job: JobId,
+    pub instance: Arc<dyn Instance>,
+    pub proofs: Vec<Proof>,
+    pub span: tracing::Span,
+}
+
+/// A finishing thread's report.
+pub(crate) struct FinishDone {
+    pub job: JobId,
+    pub outcome: Result<Vec<u8>, JobError>,
 }

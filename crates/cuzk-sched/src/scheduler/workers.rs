@@ -300,7 +300,7 @@ fn prove(
 }
 
 /// The text of a panic's payload (`panic!` with a literal or a format string).
-fn panic_message(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
