@@ -246,9 +246,18 @@ mod tests {
         );
         // NI-PoRep: 15–19, as filecoin-proofs-api numbers them (its porep ids carry them).
         for (n, ni) in [
-            (15, RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep),
-            (18, RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep),
-            (19, RegisteredSealProof::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
+            (
+                15,
+                RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+            ),
+            (
+                18,
+                RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+            ),
+            (
+                19,
+                RegisteredSealProof::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+            ),
         ] {
             let found = registered_seal_proof(n).unwrap();
             assert_eq!(found, ni);
