@@ -144,6 +144,14 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
     };
     let status = refused(client.submit_proof(other_miner).await);
     assert_invalid(&status, &["replica id"]);
+    // A stale seed (the C1 output's vanilla proofs were made with another): refused at
+    // submission, naming the seed, not failed later by the circuit.
+    let mut c1: serde_json::Value = serde_json::from_slice(&json)?;
+    let seed = c1["seed"][0].as_u64().unwrap();
+    c1["seed"][0] = serde_json::Value::from(seed ^ 1);
+    let stale = serde_json::to_vec(&c1)?;
+    let status = refused(client.submit_proof(porep(&stale)).await);
+    assert_invalid(&status, &["seed", "another seed"]);
     // WinningPoSt without randomness, and with a vanilla proof cut short.
     let no_randomness = SubmitProofRequest {
         randomness: Vec::new(),

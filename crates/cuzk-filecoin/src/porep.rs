@@ -390,6 +390,7 @@ fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<()> {
     use filecoin_hashers::HashFunction;
     use rayon::prelude::*;
+    use storage_proofs_core::drgraph::Graph;
     use storage_proofs_core::merkle::MerkleProofTrait;
     let rejected = |message: String| Error::VanillaRejected {
         kind: ProofKind::PoRep,
@@ -414,8 +415,10 @@ fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
                         proof.comm_d_proofs.path_index()
                     )));
                 }
-                let comm_r =
-                    <Tree::Hasher as Hasher>::Function::hash2(&proof.comm_c(), &proof.comm_r_last());
+                let comm_r = <Tree::Hasher as Hasher>::Function::hash2(
+                    &proof.comm_c(),
+                    &proof.comm_r_last(),
+                );
                 if comm_r != tau.comm_r {
                     return Err(rejected(format!(
                         "comm_r is {}, but partition {k}'s challenge {i} opens comm_r {}",
@@ -434,7 +437,9 @@ fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
             let bad = proofs
                 .par_iter()
                 .zip(challenges.par_iter())
-                .position_any(|(proof, &c)| !proof.verify(pub_params, pub_inputs, c, &pub_params.graph));
+                .position_any(|(proof, &c)| {
+                    !proof.verify(pub_params, pub_inputs, c, &pub_params.graph)
+                });
             match bad {
                 None => Ok(()),
                 Some(i) => Err(rejected(format!(

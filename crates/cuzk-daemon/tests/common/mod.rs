@@ -21,8 +21,23 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 use tonic::transport::Channel;
 
-/// The daemon under test.
+/// The daemon cargo built beside these tests.
 pub const BINARY: &str = env!("CARGO_BIN_EXE_cuzk-daemon");
+
+/// The daemon under test: `$CUZK_DAEMON_BIN` when set (a bundle's `run-tests` points it at
+/// the bundle's daemon, since a copied test binary has no cargo build beside it), else the
+/// one cargo built. Fails when it does not exist, rather than skipping a test.
+pub fn binary() -> PathBuf {
+    let path = std::env::var_os("CUZK_DAEMON_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(BINARY));
+    assert!(
+        path.exists(),
+        "no cuzk-daemon at {} (set CUZK_DAEMON_BIN to the daemon to test)",
+        path.display()
+    );
+    path
+}
 
 /// Ready within this long even on a loaded 2-core machine.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -90,10 +105,10 @@ impl Launch {
         let out = std::fs::File::create(&log).unwrap();
         let mut cmd = if self.detached {
             let mut c = Command::new("setsid");
-            c.arg(BINARY);
+            c.arg(binary());
             c
         } else {
-            Command::new(BINARY)
+            Command::new(binary())
         };
         cmd.arg("--config")
             .arg(&config)
