@@ -1,5 +1,5 @@
 //! `cuzk`: the command line of the cuzk proving daemon. It talks to a daemon over gRPC
-//! only: `status`, `wait-ready`, `prove`, `bench`, `soak`.
+//! only: `status`, `wait-ready`, `preload`, `evict`, `prove`, `bench`, `soak`.
 
 mod bench;
 mod client;
@@ -7,6 +7,7 @@ mod report;
 mod request;
 mod scrape;
 mod soak;
+mod srs;
 mod verify;
 
 use anyhow::{bail, Context, Result};
@@ -53,6 +54,18 @@ enum Cmd {
         #[arg(long, default_value = "60s", value_parser = parse_duration)]
         timeout: Duration,
     },
+    /// Sets a circuit up and places its parameters on every GPU, pinned, ahead of its first
+    /// job: a Filecoin id (porep-32g, snap-, wpost-, winning- with 2k, 8m, 512m, 32g, 64g),
+    /// a [[preload]] circuit key, or a key already set up.
+    Preload {
+        /// The circuit id.
+        id: String,
+    },
+    /// Frees a circuit's parameters on every GPU and its host setup.
+    Evict {
+        /// The circuit id, as for preload.
+        id: String,
+    },
     /// Proves one request and writes the proof.
     Prove {
         /// Where to write the proof bytes (192 per partition); without it, hex on stdout.
@@ -84,6 +97,8 @@ fn main() -> Result<()> {
         match &cli.cmd {
             Cmd::Status => status(&target).await,
             Cmd::WaitReady { timeout } => wait_ready(&target, *timeout).await,
+            Cmd::Preload { id } => srs::preload(&target, id).await,
+            Cmd::Evict { id } => srs::evict(&target, id).await,
             Cmd::Prove {
                 out,
                 vk_out,

@@ -183,3 +183,39 @@ fn bench_sweeps_concurrency_and_reports_percentiles() {
         assert!(s.contains(needle), "missing {needle:?} in:\n{s}");
     }
 }
+
+#[test]
+fn preload_and_evict_say_what_happened() {
+    let daemon = Daemon::start();
+    // Not set up, not configured: refused, naming the id.
+    let out = cuzk(daemon.addr, &["preload", "sha256-preimage-3B"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("sha256-preimage-3B")
+            && text(&out).contains("is not one this daemon preloads"),
+        "{}",
+        text(&out)
+    );
+    let proved = cuzk(
+        daemon.addr,
+        &["prove", "--circuit", "sha256", "--input-hex", "616263"],
+    );
+    assert!(proved.status.success(), "{}", text(&proved));
+    // Set up by that proof: preloaded, evicted, then no longer known.
+    let out = cuzk(daemon.addr, &["preload", "sha256-preimage-3B"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("sha256-preimage-3B: already loaded"),
+        "{}",
+        text(&out)
+    );
+    let out = cuzk(daemon.addr, &["evict", "sha256-preimage-3B"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("sha256-preimage-3B: evicted,"),
+        "{}",
+        text(&out)
+    );
+    let out = cuzk(daemon.addr, &["evict", "sha256-preimage-3B"]);
+    assert!(text(&out).contains("was not loaded"), "{}", text(&out));
+}

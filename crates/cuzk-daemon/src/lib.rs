@@ -28,6 +28,7 @@ mod jobs;
 mod metrics;
 pub mod server;
 mod service;
+mod srs;
 
 pub use auth::BearerAuth;
 pub use config::{
@@ -36,6 +37,7 @@ pub use config::{
 pub use engine::{Engine, VERSION};
 pub use error::{ConfigError, StartError};
 pub use service::ProvingService;
+pub use srs::SrsAccess;
 
 /// The generated protobuf types, server and client of `cuzk.v1`.
 pub mod proto {

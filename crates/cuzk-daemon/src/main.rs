@@ -49,7 +49,10 @@ fn main() -> ExitCode {
         }
     };
     if args.check_config {
-        println!("configuration OK: {settings:#?}");
+        // The token is a secret: say whether one is set, never what it is.
+        let mut shown = settings.clone();
+        shown.auth_token = shown.auth_token.as_ref().map(|_| "<set>".to_string());
+        println!("configuration OK: {shown:#?}");
         return ExitCode::SUCCESS;
     }
     init_logging(&settings.log_filter);

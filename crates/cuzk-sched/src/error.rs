@@ -247,6 +247,16 @@ impl JobError {
         }
     }
 
+    /// The missing file, when the job failed because its circuit's setup lacks one
+    /// ([`SetupError::MissingFile`], e.g. a Filecoin parameter file not fetched): the host's
+    /// precondition, not the request's fault (the daemon's `FAILED_PRECONDITION`).
+    pub fn missing_file(&self) -> Option<&std::path::Path> {
+        match self {
+            JobError::Setup { source, .. } => source.missing_file(),
+            _ => None,
+        }
+    }
+
     /// The state a job ends in after this error.
     pub fn state(&self) -> JobState {
         match self {
@@ -304,6 +314,41 @@ pub enum PreloadError {
         circuit_key: String,
     },
 
+    /// `id` names none of the circuits a caller may preload by id alone
+    /// ([`crate::Scheduler::preload_named`]): not a kind's public id (`public`), not a trusted
+    /// circuit (`trusted`, set up by the operator's configuration), not a circuit already set
+    /// up (`cached`).
+    #[error(
+        "circuit id {id:?} cannot be preloaded: not a public circuit id ({}), not a trusted \
+         circuit ({}), not a circuit already set up ({})",
+        list(public),
+        list(trusted),
+        list(cached)
+    )]
+    NotPreloadable {
+        /// The id asked for.
+        id: String,
+        /// The kinds' public ids ([`crate::CircuitKind::preload_ids`]).
+        public: Vec<String>,
+        /// The keys of trusted circuits ([`crate::Registry::trust_for_preload`]).
+        trusted: Vec<String>,
+        /// The keys of cached setups.
+        cached: Vec<String>,
+    },
+
+    /// Setting circuit `circuit_key` up needs about `needed` bytes of host memory, which
+    /// the memory budget cannot grant now (`source` names the budget).
+    #[error("setting up {circuit_key} needs about {needed} bytes of host memory: {source}")]
+    Memory {
+        /// The circuit.
+        circuit_key: String,
+        /// The estimate reserved ([`crate::Shape::setup_bytes`]).
+        needed: u64,
+        /// The budget's refusal.
+        #[source]
+        source: MemError,
+    },
+
     /// The circuit's PCE or parameters could not be made.
     #[error(transparent)]
     Setup(#[from] SetupError),
@@ -317,6 +362,15 @@ pub enum PreloadError {
         #[source]
         source: BackendError,
     },
+}
+
+/// A list for messages: `a, b`, or `none`.
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// Why a scheduler could not start.

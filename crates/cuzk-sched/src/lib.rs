@@ -54,8 +54,8 @@ pub use metrics::{
     PartitionCounts, SynthesisStats,
 };
 pub use registry::{
-    CircuitKind, InputError, Instance, LoadError, ReadySetup, Registry, RegistryError, Setup,
-    SetupError, Sha256Kind, SyntheticPoRepKind,
+    CircuitKind, InputError, Instance, LoadError, MissingFile, ReadySetup, Registry, RegistryError,
+    Setup, SetupError, Sha256Kind, SyntheticPoRepKind,
 };
 pub use scheduler::{JobHandle, PreloadReport, Scheduler, ShutdownReport};
 pub use shape::Shape;

@@ -11,6 +11,17 @@ const G1_TERM: u64 = 96 + 32;
 /// Fixed allowance per proof for Pippenger scratch, bitmaps and bookkeeping.
 const SCRATCH: u64 = 8 << 20;
 
+/// Bytes of an affine G1 point in host memory.
+const G1_AFFINE: u64 = 96;
+
+/// Bytes of an affine G2 point in host memory.
+const G2_AFFINE: u64 = 192;
+
+/// PCE bytes per QAP row: three row pointers (8 bytes each) and the A, B and C entries
+/// (a column and a coefficient index, 8 bytes each), about 15 per row in PoRep circuits
+/// (17.6 GiB for a 2^27 partition).
+const PCE_ROW: u64 = 3 * 8 + 15 * 8;
+
 /// A circuit's size: what memory estimates are made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shape {
@@ -63,6 +74,23 @@ impl Shape {
             .saturating_add(gather)
             .saturating_add(SCRATCH)
     }
+
+    /// Host memory of the circuit's setup (its parameters and PCE), estimated from above:
+    /// G1 points for H (the domain), L (aux) and A and B (every variable, as if none were
+    /// filtered out by density), G2 points for B, and the PCE at [`PCE_ROW`] bytes per
+    /// row. About 90 GiB for a 2^27 PoRep partition, whose real setup takes about 63 GiB
+    /// (45 GiB of parameters, 17.6 GiB of PCE).
+    pub fn setup_bytes(&self) -> u64 {
+        let vars = (self.inputs as u64).saturating_add(self.aux as u64);
+        let g1 = self
+            .domain_size()
+            .saturating_add(self.aux as u64)
+            .saturating_add(vars.saturating_mul(2));
+        G1_AFFINE
+            .saturating_mul(g1)
+            .saturating_add(G2_AFFINE.saturating_mul(vars))
+            .saturating_add(PCE_ROW.saturating_mul(self.rows() as u64))
+    }
 }
 
 #[cfg(test)]
@@ -96,5 +124,10 @@ mod tests {
             aux: usize::MAX,
         };
         assert_eq!(absurd.cpu_prover_bytes(), u64::MAX);
+        assert_eq!(absurd.setup_bytes(), u64::MAX);
+        // Parameters and PCE of a 32 GiB PoRep partition: about 63 GiB really, 90 estimated.
+        let gib = porep.setup_bytes() >> 30;
+        assert!((63..100).contains(&gib), "{gib} GiB");
+        assert!(small.setup_bytes() < 1 << 20);
     }
 }

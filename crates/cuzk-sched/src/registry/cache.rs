@@ -9,6 +9,7 @@ use cuzk_groth16::{
 use cuzk_synth::{Pce, SynthError};
 use std::collections::HashMap;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -55,8 +56,20 @@ impl fmt::Debug for ReadySetup {
     }
 }
 
-/// Why a kind could not load its setup: the kind's own error.
+/// Why a kind could not load its setup: the kind's own error. A [`MissingFile`] is
+/// reported as [`SetupError::MissingFile`].
 pub type LoadError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A file a kind loads its setup from (a ceremony's parameter file) is not there: the
+/// host lacks it, the request is not at fault. Kinds return it as their [`LoadError`].
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{reason}")]
+pub struct MissingFile {
+    /// The file looked for.
+    pub path: PathBuf,
+    /// The kind's message, naming the file and what to do about it.
+    pub reason: String,
+}
 
 impl Setup {
     /// The circuit's exact shape.
@@ -126,6 +139,17 @@ pub enum SetupError {
         source: LoadError,
     },
 
+    /// A file circuit `circuit_key`'s kind loads its setup from is missing (`path`).
+    #[error("loading the setup of {circuit_key} failed: {reason}")]
+    MissingFile {
+        /// The circuit.
+        circuit_key: String,
+        /// The missing file.
+        path: PathBuf,
+        /// The kind's message, naming the file.
+        reason: String,
+    },
+
     /// The parameters supplied for circuit `circuit_key` have `found` entries in `what`
     /// where the circuit has `expected`.
     #[error("parameters supplied for {circuit_key} do not fit it: {what} has {found} entries, the circuit {expected}")]
@@ -139,6 +163,17 @@ pub enum SetupError {
         /// What the parameters have.
         found: usize,
     },
+}
+
+impl SetupError {
+    /// The missing file, when the setup failed for lack of one
+    /// ([`SetupError::MissingFile`]): a precondition of the host, not a fault of the request.
+    pub fn missing_file(&self) -> Option<&Path> {
+        match self {
+            SetupError::MissingFile { path, .. } => Some(path),
+            _ => None,
+        }
+    }
 }
 
 /// One key's setup, made by whoever locks the slot first while the others wait.
@@ -239,9 +274,16 @@ impl SetupCache {
                 pce,
                 params,
                 source,
-            } = loaded.map_err(|source| SetupError::Load {
-                circuit_key: circuit_key.clone(),
-                source,
+            } = loaded.map_err(|source| match source.downcast::<MissingFile>() {
+                Ok(missing) => SetupError::MissingFile {
+                    circuit_key: circuit_key.clone(),
+                    path: missing.path,
+                    reason: missing.reason,
+                },
+                Err(source) => SetupError::Load {
+                    circuit_key: circuit_key.clone(),
+                    source,
+                },
             })?;
             let vk = params.vk().clone();
             let pvk = prepare_verifying_key(&vk);

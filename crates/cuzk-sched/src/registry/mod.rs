@@ -9,7 +9,7 @@ mod inputs;
 mod sha256;
 mod synthetic;
 
-pub use cache::{LoadError, ReadySetup, Setup, SetupError};
+pub use cache::{LoadError, MissingFile, ReadySetup, Setup, SetupError};
 pub use inputs::InputError;
 pub use sha256::Sha256Kind;
 pub use synthetic::SyntheticPoRepKind;
@@ -21,7 +21,7 @@ use cuzk_groth16::{Parameters, Proof};
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// A circuit kind: reads a request's inputs into an [`Instance`].
@@ -38,6 +38,30 @@ pub trait CircuitKind: Send + Sync + 'static {
     /// asks). Its witnesses need not be meaningful: only its setup is used. The default:
     /// `None`.
     fn instance_for_key(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let _ = circuit_key;
+        None
+    }
+
+    /// The public ids of this kind's circuits that any caller may ask to preload
+    /// ([`crate::Scheduler::preload_named`], the daemon's `PreloadSRS`), in their canonical
+    /// spelling, e.g. Curio's `porep-32g`. Each must be accepted by
+    /// [`CircuitKind::instance_for_key`]. A kind whose keys name circuits of any size (a
+    /// caller could ask for a huge setup) lists none: its circuits are preloaded only when
+    /// trusted ([`Registry::trust_for_preload`]) or already set up. The default: none.
+    fn preload_ids(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether `id` is one of [`CircuitKind::preload_ids`], maybe in another spelling the
+    /// kind accepts (`porep-32GiB`). The default: listed there as given.
+    fn serves_preload_id(&self, id: &str) -> bool {
+        self.preload_ids().iter().any(|p| p == id)
+    }
+
+    /// The public id ([`CircuitKind::preload_ids`]) of the circuit whose setup key is
+    /// `circuit_key`, when it is one of them (to report setups as callers name them). The
+    /// default: `None`.
+    fn public_id(&self, circuit_key: &str) -> Option<String> {
         let _ = circuit_key;
         None
     }
@@ -120,6 +144,9 @@ pub struct Registry {
     kinds: BTreeMap<String, Arc<dyn CircuitKind>>,
     cache: SetupCache,
     generator: Option<Arc<dyn ParameterGenerator>>,
+    /// Circuits a trusted caller set up by kind and inputs ([`Registry::trust_for_preload`]),
+    /// by key: preloadable by that key again, also after an eviction.
+    trusted: Mutex<BTreeMap<String, Arc<dyn Instance>>>,
 }
 
 impl Registry {
@@ -129,6 +156,7 @@ impl Registry {
             kinds: BTreeMap::new(),
             cache: SetupCache::default(),
             generator: None,
+            trusted: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -212,6 +240,53 @@ impl Registry {
         self.kinds
             .values()
             .find_map(|k| k.instance_for_key(circuit_key))
+    }
+
+    /// The public preload ids of every kind ([`CircuitKind::preload_ids`]), by kind name
+    /// order.
+    pub fn preload_ids(&self) -> Vec<String> {
+        self.kinds.values().flat_map(|k| k.preload_ids()).collect()
+    }
+
+    /// An instance of the circuit public preload id `id` names, when a kind serves it
+    /// ([`CircuitKind::serves_preload_id`]).
+    pub fn public_instance(&self, id: &str) -> Option<Arc<dyn Instance>> {
+        self.kinds
+            .values()
+            .filter(|k| k.serves_preload_id(id))
+            .find_map(|k| k.instance_for_key(id))
+    }
+
+    /// How callers name circuit `circuit_key`: its kind's public id
+    /// ([`CircuitKind::public_id`]), else the key itself.
+    pub fn public_id(&self, circuit_key: &str) -> String {
+        self.kinds
+            .values()
+            .find_map(|k| k.public_id(circuit_key))
+            .unwrap_or_else(|| circuit_key.to_string())
+    }
+
+    /// Lets [`crate::Scheduler::preload_named`] set `instance`'s circuit up again by its key
+    /// (a circuit the operator's configuration preloads, say). The instance is kept: only
+    /// its setup is used.
+    pub fn trust_for_preload(&self, instance: Arc<dyn Instance>) {
+        self.trusted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(instance.circuit_key(), instance);
+    }
+
+    /// The keys of the circuits [`Registry::trust_for_preload`] was given, sorted.
+    pub fn trusted_keys(&self) -> Vec<String> {
+        let trusted = self.trusted.lock().unwrap_or_else(PoisonError::into_inner);
+        trusted.keys().cloned().collect()
+    }
+
+    /// The trusted instance of circuit `circuit_key`, if [`Registry::trust_for_preload`]
+    /// was given one.
+    pub fn trusted(&self, circuit_key: &str) -> Option<Arc<dyn Instance>> {
+        let trusted = self.trusted.lock().unwrap_or_else(PoisonError::into_inner);
+        trusted.get(circuit_key).cloned()
     }
 
     /// Forgets the cached setup of `circuit_key` and returns it (jobs holding it keep it

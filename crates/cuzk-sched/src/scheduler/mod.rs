@@ -318,7 +318,8 @@ impl Scheduler {
         }
     }
 
-    /// Sets circuit `kind` with `inputs` up (PCE and parameters, made now if not cached) and
+    /// Sets circuit `kind` with `inputs` up (PCE and parameters, made now if not cached; `kind`
+    /// may also be a public preload id such as `porep-32g`, with no inputs) and
     /// has the backend place its parameters on every device, so that its first job pays for
     /// neither; `pin` keeps them there (no idle eviction). Blocking: parameter generation
     /// can take minutes for large circuits.
@@ -328,8 +329,51 @@ impl Scheduler {
         inputs: &crate::Inputs,
         pin: bool,
     ) -> Result<PreloadReport, crate::PreloadError> {
-        let instance = self.shared.registry.parse(kind, inputs)?;
-        self.preload_instance(&*instance, pin)
+        let registry = &self.shared.registry;
+        let instance = match registry.parse(kind, inputs) {
+            Ok(instance) => instance,
+            // A kind's public id without inputs (`porep-32g`) names a circuit too.
+            Err(e @ SubmitError::UnknownKind { .. }) => match registry.public_instance(kind) {
+                Some(instance) if *inputs == crate::Inputs::default() => instance,
+                _ => return Err(e.into()),
+            },
+            Err(e) => return Err(e.into()),
+        };
+        let report = self.preload_instance(&*instance, pin)?;
+        // Set up by kind and inputs, as the operator's configuration does: the circuit may
+        // be preloaded again by its key ([`Scheduler::preload_named`]), also after an evict.
+        self.shared.registry.trust_for_preload(instance);
+        Ok(report)
+    }
+
+    /// [`Scheduler::preload`] by an id any caller may send (the daemon's `PreloadSRS`): a
+    /// kind's public id ([`crate::CircuitKind::preload_ids`], e.g. Curio's `porep-32g`), the
+    /// key of a circuit [`Scheduler::preload`] set up (trusted: the operator's
+    /// configuration), or the key of a circuit already set up. Anything else is
+    /// [`crate::PreloadError::NotPreloadable`], naming what is accepted, so that a caller
+    /// cannot have the daemon set up whatever circuit it names (a key of a huge size).
+    ///
+    /// A setup still to be made reserves its estimate ([`crate::Shape::setup_bytes`]) from
+    /// the memory budget while it is made, and is refused with
+    /// [`crate::PreloadError::Memory`] when the budget cannot grant it now; the setup, once
+    /// cached, is not counted in the budget.
+    pub fn preload_named(&self, id: &str, pin: bool) -> Result<PreloadReport, crate::PreloadError> {
+        let registry = &self.shared.registry;
+        if let Some(instance) = registry
+            .public_instance(id)
+            .or_else(|| registry.trusted(id))
+        {
+            return self.preload_instance(&*instance, pin);
+        }
+        if let Some(setup) = registry.cached(id) {
+            return self.load_setup(&setup, true, Duration::ZERO, Instant::now(), pin);
+        }
+        Err(crate::PreloadError::NotPreloadable {
+            id: id.to_string(),
+            public: registry.preload_ids(),
+            trusted: registry.trusted_keys(),
+            cached: registry.cached_keys(),
+        })
     }
 
     /// [`Scheduler::preload`] by circuit key alone (`PreloadSRS`), for kinds that make an
@@ -357,11 +401,40 @@ impl Scheduler {
         let circuit_key = instance.circuit_key();
         let was_cached = self.shared.registry.cached(&circuit_key).is_some();
         let start = Instant::now();
+        // Held while the setup is made (recording, generating or reading parameters), the
+        // host's peak; released once it is cached, where the budget does not count it.
+        let building = if was_cached {
+            None
+        } else {
+            let needed = instance.shape().setup_bytes();
+            Some(self.shared.budget.try_reserve(needed).map_err(|source| {
+                crate::PreloadError::Memory {
+                    circuit_key: circuit_key.clone(),
+                    needed,
+                    source,
+                }
+            })?)
+        };
         let (setup, setup_time) = self.shared.registry.setup(instance)?;
+        drop(building);
+        self.load_setup(&setup, was_cached, setup_time, start, pin)
+    }
+
+    /// Places `setup`'s parameters on every device and reports the preload that began at
+    /// `start`.
+    fn load_setup(
+        &self,
+        setup: &crate::Setup,
+        was_cached: bool,
+        setup_time: Duration,
+        start: Instant,
+        pin: bool,
+    ) -> Result<PreloadReport, crate::PreloadError> {
+        let circuit_key = setup.circuit_key.clone();
         let loaded =
             self.shared
                 .backend
-                .load(&setup, pin)
+                .load(setup, pin)
                 .map_err(|source| crate::PreloadError::Load {
                     circuit_key: circuit_key.clone(),
                     source,

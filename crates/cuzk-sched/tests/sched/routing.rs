@@ -315,3 +315,124 @@ fn preload_and_evict_go_through_the_backend_and_the_cache() {
         .unwrap();
     assert_eq!(out.circuit_key, "synthetic-porep-254");
 }
+
+/// A kind with one public preload id, `tiny`: the 254-constraint synthetic circuit.
+struct Tiny;
+
+impl cuzk_sched::CircuitKind for Tiny {
+    fn name(&self) -> &str {
+        "tiny-kind"
+    }
+
+    fn parse(
+        &self,
+        inputs: &cuzk_sched::Inputs,
+    ) -> Result<Arc<dyn cuzk_sched::Instance>, cuzk_sched::InputError> {
+        cuzk_sched::SyntheticPoRepKind::default().parse(inputs)
+    }
+
+    fn instance_for_key(&self, id: &str) -> Option<Arc<dyn cuzk_sched::Instance>> {
+        (id == "tiny").then(|| {
+            cuzk_sched::SyntheticPoRepKind::default()
+                .instance_for_key("synthetic-porep-254")
+                .unwrap()
+        })
+    }
+
+    fn preload_ids(&self) -> Vec<String> {
+        vec!["tiny".into()]
+    }
+
+    fn public_id(&self, circuit_key: &str) -> Option<String> {
+        (circuit_key == "synthetic-porep-254").then(|| "tiny".into())
+    }
+}
+
+#[test]
+fn preload_named_takes_public_trusted_and_cached_circuits_only() {
+    let mut registry = registry(vec![]);
+    registry.register(Arc::new(Tiny)).unwrap();
+    let s = start(cpu(), registry, BIG_BUDGET, SchedulerConfig::default());
+    // A key of any size names a circuit, but not one a caller may have set up.
+    let err = s.preload_named("synthetic-porep-100000", true).unwrap_err();
+    match &err {
+        cuzk_sched::PreloadError::NotPreloadable { id, public, .. } => {
+            assert_eq!(id, "synthetic-porep-100000");
+            assert_eq!(public, &["tiny"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(s.registry().cached_keys().is_empty(), "nothing set up");
+
+    // A public id: set up with its memory reserved meanwhile, then reported by that id.
+    let report = s.preload_named("tiny", true).unwrap();
+    assert!(!report.was_cached);
+    assert_eq!(report.circuit_key, "synthetic-porep-254");
+    let estimate = Shape {
+        constraints: 254,
+        inputs: 2,
+        aux: 254,
+    }
+    .setup_bytes();
+    assert!(s.budget().high_water() >= estimate, "reserved while set up");
+    assert_eq!(s.budget().used(), 0, "released once cached");
+    assert_eq!(s.registry().public_id("synthetic-porep-254"), "tiny");
+    assert_eq!(
+        s.registry().public_id("synthetic-porep-62"),
+        "synthetic-porep-62"
+    );
+    // The configuration may name it by that id too, without inputs.
+    let none = cuzk_sched::Inputs::default();
+    assert!(s.preload("tiny", &none, true).unwrap().was_cached);
+    let inputs = none.clone().with_field("num_constraints", 254);
+    assert!(s.preload("no-such-kind", &none, true).is_err());
+    assert!(
+        s.preload("tiny", &inputs, true).is_err(),
+        "an id takes no inputs"
+    );
+
+    // Preloaded by kind and inputs (the daemon's configuration): by its key again, also
+    // after an eviction.
+    let inputs = cuzk_sched::Inputs::default().with_field("num_constraints", 126);
+    s.preload("synthetic-porep", &inputs, true).unwrap();
+    assert!(s.evict("synthetic-porep-126").was_loaded);
+    assert!(
+        !s.preload_named("synthetic-porep-126", true)
+            .unwrap()
+            .was_cached
+    );
+
+    // Set up by a job: preloadable while cached, not once evicted.
+    let inputs = cuzk_sched::Inputs::default().with_field("num_constraints", 62);
+    s.prove_blocking(Request::new("synthetic-porep", inputs))
+        .unwrap();
+    assert!(
+        s.preload_named("synthetic-porep-62", true)
+            .unwrap()
+            .was_cached
+    );
+    s.evict("synthetic-porep-62");
+    let err = s.preload_named("synthetic-porep-62", true).unwrap_err();
+    assert!(err.to_string().contains("synthetic-porep-126"), "{err}");
+
+    // A setup the budget cannot hold is refused, naming the budget.
+    let small = start(
+        cpu(),
+        registry_with_tiny(),
+        4096,
+        SchedulerConfig::default(),
+    );
+    let err = small.preload_named("tiny", true).unwrap_err();
+    assert!(
+        matches!(err, cuzk_sched::PreloadError::Memory { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("budget test"), "{err}");
+    assert!(small.registry().cached_keys().is_empty());
+}
+
+fn registry_with_tiny() -> cuzk_sched::Registry {
+    let mut registry = registry(vec![]);
+    registry.register(Arc::new(Tiny)).unwrap();
+    registry
+}
