@@ -110,6 +110,7 @@ pub async fn run(
     tracing::info!(
         per_call = %Bytes(limits.per_call),
         in_flight = %Bytes(limits.in_flight),
+        per_call_set_by = limits.per_call_set_by,
         "request admission"
     );
     let proving = Admission::new(proving, RequestBudget::new(limits));

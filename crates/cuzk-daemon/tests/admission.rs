@@ -59,8 +59,8 @@ async fn eight_200_mib_submissions_are_refused_before_they_are_buffered() {
         assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
         let m = status.message();
         assert!(
-            m.contains("per-call limit of 16.00 MiB")
-                && m.contains("server.request_bytes_per_call"),
+            m.contains("per-call limit of 16.00 MiB (server.request_bytes_per_call")
+                && m.contains("here the value of server.request_bytes_in_flight"),
             "{m}"
         );
     }

@@ -30,6 +30,9 @@ pub const PER_CALL_KEY: &str = "server.request_bytes_per_call";
 /// The key of the total limit, named in its refusals.
 pub const IN_FLIGHT_KEY: &str = "server.request_bytes_in_flight";
 
+/// The key of the decode limit, which bounds the per-call limit.
+pub const MESSAGE_KEY: &str = "server.max_message_size";
+
 /// The smallest automatic total: small requests always fit, whatever the host budget.
 pub const MIN_AUTO_IN_FLIGHT: u64 = 1 << 20;
 
@@ -40,6 +43,9 @@ pub struct Limits {
     pub per_call: u64,
     /// Most bytes all calls together may claim at once.
     pub in_flight: u64,
+    /// The key whose value set `per_call`: [`PER_CALL_KEY`], or the limit that bounded it
+    /// ([`MESSAGE_KEY`], [`IN_FLIGHT_KEY`]).
+    pub per_call_set_by: &'static str,
 }
 
 impl Limits {
@@ -55,10 +61,15 @@ impl Limits {
     ) -> Limits {
         let in_flight = in_flight.unwrap_or_else(|| (host_budget / 4).max(MIN_AUTO_IN_FLIGHT));
         let largest = (max_message_size as u64).saturating_add(FRAME_HEADER);
-        let per_call = per_call.unwrap_or(largest).min(largest).min(in_flight);
+        let (per_call, per_call_set_by) = match per_call {
+            Some(n) if n <= largest && n <= in_flight => (n, PER_CALL_KEY),
+            _ if largest <= in_flight => (largest, MESSAGE_KEY),
+            _ => (in_flight, IN_FLIGHT_KEY),
+        };
         Limits {
             per_call,
             in_flight,
+            per_call_set_by,
         }
     }
 }
@@ -68,15 +79,18 @@ impl Limits {
 pub enum Refusal {
     /// The call's messages claim `claimed` bytes, over the per-call `limit`.
     #[error(
-        "request too large for admission: its messages declare {} (frame headers included), over the per-call limit of {} ({PER_CALL_KEY})",
+        "request too large for admission: its messages declare {} (frame headers included), over the per-call limit of {} ({PER_CALL_KEY}{})",
         Size(*claimed),
-        Size(*limit)
+        Size(*limit),
+        set_by_hint(set_by)
     )]
     PerCall {
         /// The call's claim had this message been admitted.
         claimed: u64,
         /// The per-call limit.
         limit: u64,
+        /// The key that set the limit (see [`Limits::per_call_set_by`]).
+        set_by: &'static str,
     },
     /// `needed` more bytes would take the requests in flight past the total `limit`.
     #[error(
@@ -93,6 +107,15 @@ pub enum Refusal {
         /// The total limit.
         limit: u64,
     },
+}
+
+/// Where an automatic per-call limit came from, for the refusal's message.
+fn set_by_hint(set_by: &str) -> String {
+    if set_by == PER_CALL_KEY {
+        String::new()
+    } else {
+        format!("; \"auto\", here the value of {set_by}")
+    }
 }
 
 impl From<Refusal> for Status {
@@ -174,6 +197,7 @@ impl CallClaim {
             return Err(Refusal::PerCall {
                 claimed,
                 limit: limits.per_call,
+                set_by: limits.per_call_set_by,
             });
         }
         let grown = b
@@ -366,6 +390,7 @@ mod tests {
         RequestBudget::new(Limits {
             per_call,
             in_flight,
+            per_call_set_by: PER_CALL_KEY,
         })
     }
 
@@ -376,19 +401,32 @@ mod tests {
             auto,
             Limits {
                 per_call: 16 * MIB,
-                in_flight: 16 * MIB
+                in_flight: 16 * MIB,
+                per_call_set_by: IN_FLIGHT_KEY,
             }
         );
         let big = Limits::resolve(None, None, 256 << 20, 64 << 30);
         assert_eq!(big.in_flight, 16 << 30);
         assert_eq!(big.per_call, (256 << 20) + FRAME_HEADER);
+        assert_eq!(big.per_call_set_by, MESSAGE_KEY);
         let tiny = Limits::resolve(None, None, 1 << 20, 1024);
         assert_eq!(tiny.in_flight, MIN_AUTO_IN_FLIGHT);
         // Fixed values are kept, but a call never gets more than the total or tonic's limit.
         let fixed = Limits::resolve(Some(8 * MIB), Some(4 * MIB), 256 << 20, 1 << 40);
-        assert_eq!(fixed.per_call, 4 * MIB);
+        assert_eq!(
+            (fixed.per_call, fixed.per_call_set_by),
+            (4 * MIB, IN_FLIGHT_KEY)
+        );
         let fixed = Limits::resolve(Some(1 << 30), Some(8 << 30), 256 << 20, 1);
-        assert_eq!(fixed.per_call, (256 << 20) + FRAME_HEADER);
+        assert_eq!(
+            (fixed.per_call, fixed.per_call_set_by),
+            ((256 << 20) + FRAME_HEADER, MESSAGE_KEY)
+        );
+        let fixed = Limits::resolve(Some(64 * MIB), None, 256 << 20, 1 << 40);
+        assert_eq!(
+            (fixed.per_call, fixed.per_call_set_by),
+            (64 * MIB, PER_CALL_KEY)
+        );
     }
 
     #[test]
@@ -404,10 +442,11 @@ mod tests {
             e,
             Refusal::PerCall {
                 claimed: 11,
-                limit: 10
+                limit: 10,
+                set_by: PER_CALL_KEY,
             }
         );
-        assert!(e.to_string().contains(PER_CALL_KEY), "{e}");
+        assert!(e.to_string().ends_with(&format!("({PER_CALL_KEY})")), "{e}");
         assert_eq!(b.in_flight(), 10);
         // Over the total: refused, naming it.
         let mut second = b.open();
@@ -500,7 +539,8 @@ mod tests {
             e,
             Refusal::PerCall {
                 claimed: (200 << 20) + FRAME_HEADER,
-                limit: 16 * MIB
+                limit: 16 * MIB,
+                set_by: PER_CALL_KEY,
             }
         );
         assert_eq!(b.in_flight(), 0);
