@@ -214,17 +214,7 @@ async fn cancelled_and_timed_out_jobs_report_so() {
     assert!(r.error_message.contains("cancelled"), "{}", r.error_message);
 
     // Wait until the first job has started, then cancel it.
-    for _ in 0..500 {
-        let s = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        if s.queues.iter().any(|q| q.in_progress > 0) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    common::until_running(&mut client).await;
     let c = client
         .cancel_proof(cancel(&running.job_id))
         .await

@@ -5,9 +5,7 @@
 mod common;
 
 use common::{accepts, assert_completed, free_port, prove, sha256, synthetic, Launch, TestDaemon};
-use cuzk_daemon::proto::{
-    await_proof_response::Status as Outcome, AwaitProofRequest, GetStatusRequest,
-};
+use cuzk_daemon::proto::{await_proof_response::Status as Outcome, AwaitProofRequest};
 use nix::sys::signal::Signal;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -131,17 +129,7 @@ fn sigterm_under_load_answers_every_job_and_exits_zero() {
             }));
         }
         // Signal once the first job has started, while the rest wait behind it.
-        for _ in 0..1000 {
-            let s = client
-                .get_status(GetStatusRequest {})
-                .await
-                .unwrap()
-                .into_inner();
-            if s.queues.iter().any(|q| q.in_progress > 0) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        common::until_running(&mut client).await;
         d.signal(Signal::SIGTERM);
         let mut outcomes = Vec::new();
         for w in waits {

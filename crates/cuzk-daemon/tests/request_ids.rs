@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_completed, synthetic, Launch, TestDaemon};
+use common::{assert_completed, synthetic, until_running, Launch, TestDaemon};
 use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{
     await_proof_response::Status as Outcome, AwaitProofRequest, AwaitProofResponse,
@@ -76,22 +76,6 @@ async fn jobs_total(client: &mut Client, outcome: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(&key))
         .map_or(0, |v| v.trim().parse().unwrap())
-}
-
-/// Waits until job `job_id` runs (a lane took it).
-async fn until_running(client: &mut Client) {
-    for _ in 0..1000 {
-        let s = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        if s.queues.iter().any(|q| q.in_progress > 0) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no job started");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -286,6 +286,22 @@ pub async fn prove(
         .into_inner()
 }
 
+/// Waits until some job runs (a lane took it), as GetStatus's queues say; fails after 10 s.
+pub async fn until_running(client: &mut ProvingEngineClient<Channel>) {
+    for _ in 0..1000 {
+        let s = client
+            .get_status(cuzk_daemon::proto::GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if s.queues.iter().any(|q| q.in_progress > 0) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no job started within 10 s");
+}
+
 /// Asserts a response is a completed job.
 pub fn assert_completed(r: &AwaitProofResponse) {
     assert_eq!(
