@@ -1,5 +1,6 @@
 //! cuzk's automation, run as `cargo xtask <command>`: tests, e2e, benchmarks, kernels, bundle.
 
+mod balancer;
 mod bundle;
 mod e2e;
 mod gpu_test;
@@ -32,6 +33,10 @@ enum Cmd {
     /// Start cuzk-daemon, prove the sample circuits over gRPC, verify every proof
     /// independently, print a timing table, and stop the daemon with SIGTERM.
     E2e,
+    /// Two CPU daemons behind nginx (the configuration docs/operations.md documents), a
+    /// stream of Prove calls, one daemon SIGKILLed mid-run: every call verified or a clear
+    /// error, each answered once.
+    Balancer(balancer::BalancerArgs),
     /// Run a CPU benchmark suite: `cpu` (prover and synthesis vs bellperson) or `paramgen`
     /// (parameter generation vs bellperson).
     Bench {
@@ -54,6 +59,7 @@ fn main() -> Result<()> {
         Cmd::Test { gpu: false, .. } => test(),
         Cmd::Test { gpu: true, arch } => gpu_test::run(&arch),
         Cmd::E2e => e2e::run(),
+        Cmd::Balancer(args) => balancer::run(&args),
         Cmd::Bench { suite, args } => {
             let mut argv = vec!["run", "--release", "--package", "cuzk-bench", "--", &suite];
             argv.extend(args.iter().map(String::as_str));
