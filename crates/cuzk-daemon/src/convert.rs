@@ -144,6 +144,10 @@ pub fn request_digest(submit: &mut SubmitProofRequest) -> Digest {
 pub fn submit_status(error: &SubmitError) -> Status {
     let message = error.to_string();
     match error {
+        SubmitError::InvalidInput {
+            source: cuzk_sched::InputError::MissingFile { .. },
+            ..
+        } => Status::failed_precondition(message),
         SubmitError::UnknownKind { .. } | SubmitError::InvalidInput { .. } => {
             Status::invalid_argument(message)
         }
@@ -374,6 +378,18 @@ mod tests {
     fn refusals_get_their_codes() {
         let full = SubmitError::QueueFull { limit: 3 };
         assert_eq!(submit_status(&full).code(), Code::ResourceExhausted);
+        let missing = SubmitError::InvalidInput {
+            kind: "porep-seal-commit".into(),
+            source: cuzk_sched::InputError::MissingFile {
+                what: "parameter file",
+                path: "/p/v28-x.params".into(),
+                reason: "not generated".into(),
+            },
+        };
+        assert_eq!(submit_status(&missing).code(), Code::FailedPrecondition);
+        assert!(submit_status(&missing)
+            .message()
+            .contains("/p/v28-x.params"));
         let unknown = SubmitError::UnknownKind {
             kind: "x".into(),
             known: vec!["sha256".into()],

@@ -144,6 +144,21 @@ async fn filecoin_daemon_winning_post_2kib_and_bad_requests() -> Result<()> {
     };
     let status = refused(client.submit_proof(other_miner).await);
     assert_invalid(&status, &["replica id"]);
+    // A daemon whose folder lacks the parameters, with production's policy (nothing
+    // generated): FAILED_PRECONDITION naming the file, at submission.
+    let empty = tempfile::tempdir()?;
+    let bare = Launch::new(&format!(
+        "[prover]\nbackend = \"cpu\"\n[filecoin]\nparam_dir = {:?}\n",
+        empty.path().display().to_string()
+    ))
+    .start();
+    let status = refused(bare.client().await.submit_proof(porep(&json)).await);
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().contains(&*empty.path().to_string_lossy())
+            && status.message().contains(".params"),
+        "{status:?}"
+    );
     // A stale seed (the C1 output's vanilla proofs were made with another): refused at
     // submission, naming the seed, not failed later by the circuit.
     let mut c1: serde_json::Value = serde_json::from_slice(&json)?;

@@ -207,6 +207,13 @@ impl ParamCache {
         parameter_cache::parameter_cache_dir()
     }
 
+    /// The parameter file of `id` when it is missing and this policy will not generate it
+    /// (the circuit cannot be set up from this folder).
+    pub fn missing_parameters(&self, id: &CircuitId) -> Option<PathBuf> {
+        let path = self.dir.join(id.params_file());
+        (id.sector_size > self.policy.generate_up_to && !path.exists()).then_some(path)
+    }
+
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir

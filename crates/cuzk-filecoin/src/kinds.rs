@@ -213,6 +213,19 @@ impl CircuitKind for FilecoinKind {
 
     fn parse(&self, inputs: &Inputs) -> Result<Arc<dyn Instance>, InputError> {
         let job = self.job(inputs)?;
+        // Parameters that are not in the folder and will not be generated: refused now,
+        // naming the file, rather than failing the job when it is set up.
+        if let Some(path) = self.cache.missing_parameters(job.id()) {
+            return Err(InputError::MissingFile {
+                what: "parameter file",
+                path,
+                reason: format!(
+                    "{} needs it; put it in the parameter folder (paramfetch), or raise \
+                     [filecoin] generate_up_to for a test network",
+                    job.id()
+                ),
+            });
+        }
         let expected = expected_inputs(&*job).map_err(invalid)?;
         Ok(Arc::new(FilecoinInstance {
             job,

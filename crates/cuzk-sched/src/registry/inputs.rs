@@ -46,6 +46,19 @@ pub enum InputError {
         max: usize,
     },
 
+    /// The request is well formed, but a file its circuit needs is missing and will not be
+    /// made (a parameter file this daemon may not generate): not the caller's mistake, the
+    /// host's state.
+    #[error("{what} {} is missing: {reason}", path.display())]
+    MissingFile {
+        /// What the file is ("parameter file").
+        what: &'static str,
+        /// Where it was looked for.
+        path: std::path::PathBuf,
+        /// Why it is needed and how to provide it.
+        reason: String,
+    },
+
     /// Anything else wrong with the inputs: `reason`.
     #[error("{reason}")]
     Invalid {
