@@ -1,8 +1,12 @@
 //! `cuzk soak`: a long mixed run against one daemon that checks that nothing is lost and
-//! that memory stays flat. Sends a seeded mix of sha256 and synthetic-porep proofs (and 2KiB
-//! PoRep C2 proofs when given a C1 output), cancels some jobs while queued or running, sends
-//! some invalid requests that must be refused with INVALID_ARGUMENT, verifies every proof
-//! here, and samples the daemon's resident memory and the GPUs' used memory every N jobs.
+//! that memory stays flat. Sends a seeded mix of sha256 and synthetic-porep proofs (and, when
+//! given the 2KiB Filecoin inputs `cuzk-bench soak-c1 make` writes, a small share of PoRep C2,
+//! WinningPoSt, WindowPoSt and SnapDeals proofs, each request shaped as Curio sends it),
+//! cancels some jobs while queued or running, sends some invalid requests that must be
+//! refused with INVALID_ARGUMENT, verifies every proof here (the Filecoin ones: the daemon's
+//! `verified` here, the proofs kept for filecoin-proofs' verifiers, `cuzk-bench soak-c1
+//! verify`, after the run), and samples the daemon's resident memory and the GPUs' used
+//! memory every N jobs.
 //!
 //! The jobs go in batches of `--sample-every`; at the end of each batch the driver waits for
 //! the batch's jobs to finish and then samples, so each sample sees what the daemon retains
@@ -18,12 +22,13 @@ use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use cuzk_daemon::proto::{
     await_proof_response::Status as JobStatus, AwaitProofRequest, AwaitProofResponse,
-    CancelProofRequest, GetMetricsRequest, GetStatusRequest, ProofKind, ProveRequest,
+    CancelProofRequest, GetMetricsRequest, GetStatusRequest, Priority, ProofKind, ProveRequest,
     SubmitProofRequest,
 };
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -78,21 +83,36 @@ pub struct SoakArgs {
     /// Share of jobs that are invalid requests, expected to be refused.
     #[arg(long, default_value_t = 0.04)]
     pub refuse_share: f64,
+    /// The folder `cuzk-bench soak-c1 make` wrote (filecoin.toml and the files it names):
+    /// adds 2KiB PoRep C2, WinningPoSt, WindowPoSt (one partition) and SnapDeals jobs.
+    #[arg(long)]
+    pub filecoin_dir: Option<PathBuf>,
     /// A 2KiB PoRep C1 output (filecoin-proofs-api JSON, bare or in Curio's envelope): adds
-    /// PORep C2 jobs of that sector.
+    /// PoRep C2 jobs of that sector (in place of --filecoin-dir's).
     #[arg(long)]
     pub porep_c1: Option<PathBuf>,
-    /// Share of jobs that are PoRep C2 proofs (with --porep-c1).
+    /// Share of jobs that are PoRep C2 proofs (with Filecoin inputs).
     #[arg(long, default_value_t = 0.03)]
     pub porep_share: f64,
+    /// Share of jobs that are WinningPoSt proofs (with --filecoin-dir).
+    #[arg(long, default_value_t = 0.01)]
+    pub winning_share: f64,
+    /// Share of jobs that are WindowPoSt partition proofs (with --filecoin-dir).
+    #[arg(long, default_value_t = 0.01)]
+    pub window_share: f64,
+    /// Share of jobs that are SnapDeals proofs (with --filecoin-dir).
+    #[arg(long, default_value_t = 0.01)]
+    pub snap_share: f64,
     /// The sector number of --porep-c1.
     #[arg(long, default_value_t = 1)]
     pub porep_sector: u64,
     /// The miner id of --porep-c1.
     #[arg(long, default_value_t = 1000)]
     pub porep_miner: u64,
-    /// Folder for the PoRep proofs (porep-<job>.bin), for checking with filecoin-proofs'
-    /// verify_seal afterwards (the daemon's own check is in `verified`).
+    /// Folder for the Filecoin proofs (porep-<job>.bin, winning-<job>-r<k>.bin,
+    /// window-<job>-r<k>.bin, snap-<job>.bin; k: the randomness' position in filecoin.toml),
+    /// for filecoin-proofs' verifiers afterwards (the daemon's own check is in `verified`);
+    /// needed with Filecoin inputs. Proof files of an earlier run in it are removed.
     #[arg(long)]
     pub proof_dir: Option<PathBuf>,
     /// The CSV file of the samples.
@@ -129,8 +149,39 @@ struct Job {
     kind: String,
     submit: SubmitProofRequest,
     plan: Plan,
-    /// A PoRep C2 (verified by the daemon here; its proof kept for verify_seal).
-    porep: bool,
+    /// A Filecoin proof (verified by the daemon here; its proof kept for filecoin-proofs).
+    filecoin: Option<Fc>,
+}
+
+/// A Filecoin job's proof, for filecoin-proofs' verifiers after the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fc {
+    Porep,
+    /// The randomness' position in the inputs.
+    Winning(usize),
+    Window(usize),
+    Snap,
+}
+
+impl Fc {
+    /// The proof's file name (`cuzk-bench soak-c1 verify` reads what it is from it).
+    fn file(self, job: usize) -> String {
+        match self {
+            Fc::Porep => format!("porep-{job}.bin"),
+            Fc::Winning(k) => format!("winning-{job}-r{k}.bin"),
+            Fc::Window(k) => format!("window-{job}-r{k}.bin"),
+            Fc::Snap => format!("snap-{job}.bin"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Fc::Porep => "PoRep C2",
+            Fc::Winning(_) => "WinningPoSt",
+            Fc::Window(_) => "WindowPoSt",
+            Fc::Snap => "SnapDeals",
+        }
+    }
 }
 
 /// How a job ended.
@@ -201,7 +252,7 @@ impl Rng {
 /// The job mix, fixed before the run from the seed.
 struct Mix {
     args: Mix0,
-    c1: Option<Arc<Vec<u8>>>,
+    fc: Filecoin,
 }
 
 /// The parts of the arguments the mix reads.
@@ -211,8 +262,184 @@ struct Mix0 {
     cancel_share: f64,
     refuse_share: f64,
     porep_share: f64,
-    porep_sector: u64,
-    porep_miner: u64,
+    winning_share: f64,
+    window_share: f64,
+    snap_share: f64,
+}
+
+/// The 2KiB Filecoin inputs: what Curio sends for the sectors `cuzk-bench soak-c1 make`
+/// sealed.
+#[derive(Debug, Default)]
+struct Filecoin {
+    miner: u64,
+    sector_size: u64,
+    porep: Option<PorepIn>,
+    winning: Option<PostIn>,
+    window: Option<PostIn>,
+    snap: Option<SnapIn>,
+}
+
+#[derive(Debug)]
+struct PorepIn {
+    registered_proof: u64,
+    sector: u64,
+    c1: Arc<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct PostIn {
+    registered_proof: u64,
+    partition: u32,
+    randomness: Vec<[u8; 32]>,
+    /// Per randomness, one bincode FallbackPoStSectorProof per sector.
+    vanilla: Vec<Vec<Vec<u8>>>,
+}
+
+#[derive(Debug)]
+struct SnapIn {
+    registered_proof: u64,
+    sector: u64,
+    comm_r_old: [u8; 32],
+    comm_r_new: [u8; 32],
+    comm_d_new: [u8; 32],
+    /// One bincode PartitionProof per partition.
+    vanilla: Vec<Vec<u8>>,
+}
+
+/// `filecoin.toml` as `cuzk-bench soak-c1 make` writes it (the fields the soak reads).
+#[derive(Deserialize)]
+struct Manifest {
+    miner: u64,
+    sector_size: u64,
+    porep: ManifestPorep,
+    winning: ManifestPost,
+    window: ManifestPost,
+    snap: ManifestSnap,
+}
+
+#[derive(Deserialize)]
+struct ManifestPorep {
+    registered_proof: u64,
+    sector: u64,
+    c1: String,
+}
+
+#[derive(Deserialize)]
+struct ManifestPost {
+    registered_proof: u64,
+    partition: u32,
+    randomness: Vec<String>,
+    vanilla: Vec<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct ManifestSnap {
+    registered_proof: u64,
+    sector: u64,
+    comm_r_old: String,
+    comm_r_new: String,
+    comm_d_new: String,
+    vanilla: Vec<String>,
+}
+
+/// 32 bytes from lowercase or uppercase hex.
+fn hex32(what: &str, s: &str) -> Result<[u8; 32]> {
+    ensure!(
+        s.len() == 64 && s.is_ascii(),
+        "{what}: {s:?} is not 32 bytes of hex"
+    );
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
+            .with_context(|| format!("{what}: {s:?} is not hex"))?;
+    }
+    Ok(out)
+}
+
+impl Filecoin {
+    /// Reads the inputs in `dir` (its filecoin.toml and the files it names).
+    fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join("filecoin.toml");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let m: Manifest =
+            toml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+        let read = |name: &str| {
+            let p = dir.join(name);
+            std::fs::read(&p).with_context(|| format!("reading {}", p.display()))
+        };
+        let post = |p: &ManifestPost, what: &str| -> Result<PostIn> {
+            ensure!(
+                !p.randomness.is_empty() && p.randomness.len() == p.vanilla.len(),
+                "{}: {what} needs one vanilla set per randomness",
+                path.display()
+            );
+            Ok(PostIn {
+                registered_proof: p.registered_proof,
+                partition: p.partition,
+                randomness: p
+                    .randomness
+                    .iter()
+                    .map(|r| hex32("randomness", r))
+                    .collect::<Result<_>>()?,
+                vanilla: p
+                    .vanilla
+                    .iter()
+                    .map(|set| set.iter().map(|n| read(n)).collect::<Result<_>>())
+                    .collect::<Result<_>>()?,
+            })
+        };
+        Ok(Filecoin {
+            miner: m.miner,
+            sector_size: m.sector_size,
+            porep: Some(PorepIn {
+                registered_proof: m.porep.registered_proof,
+                sector: m.porep.sector,
+                c1: Arc::new(read(&m.porep.c1)?),
+            }),
+            winning: Some(post(&m.winning, "winning")?),
+            window: Some(post(&m.window, "window")?),
+            snap: Some(SnapIn {
+                registered_proof: m.snap.registered_proof,
+                sector: m.snap.sector,
+                comm_r_old: hex32("comm_r_old", &m.snap.comm_r_old)?,
+                comm_r_new: hex32("comm_r_new", &m.snap.comm_r_new)?,
+                comm_d_new: hex32("comm_d_new", &m.snap.comm_d_new)?,
+                vanilla: m
+                    .snap
+                    .vanilla
+                    .iter()
+                    .map(|n| read(n))
+                    .collect::<Result<_>>()?,
+            }),
+        })
+    }
+
+    fn any(&self) -> bool {
+        self.porep.is_some()
+            || self.winning.is_some()
+            || self.window.is_some()
+            || self.snap.is_some()
+    }
+}
+
+/// Go's `fmt.Sprintf("%d", b)` of a byte slice: `[1 2 3]`.
+fn go_bytes_d(bytes: &[u8]) -> String {
+    let items: Vec<String> = bytes.iter().map(u8::to_string).collect();
+    format!("[{}]", items.join(" "))
+}
+
+/// Go's `fmt.Sprintf("%x", b)` of a byte slice.
+fn go_bytes_x(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Draw state of the mix: which refusal and which PoSt randomness come next.
+#[derive(Debug, Default)]
+struct Turns {
+    refusals: usize,
+    winning: usize,
+    window: usize,
 }
 
 /// The invalid requests, in turn.
@@ -266,14 +493,81 @@ impl Mix {
     }
 
     fn porep(&self) -> Option<SubmitProofRequest> {
-        let c1 = self.c1.as_ref()?;
+        let p = self.fc.porep.as_ref()?;
         Some(SubmitProofRequest {
             proof_kind: ProofKind::PorepSealCommit.into(),
-            vanilla_proof: c1.to_vec(),
-            sector_size: SECTOR_2KIB,
-            registered_proof: POREP_2KIB_V1_1,
-            sector_number: self.args.porep_sector,
-            miner_id: self.args.porep_miner,
+            vanilla_proof: p.c1.to_vec(),
+            sector_size: self.fc.sector_size,
+            registered_proof: p.registered_proof,
+            sector_number: p.sector,
+            miner_id: self.fc.miner,
+            ..SubmitProofRequest::default()
+        })
+    }
+
+    /// `WinningPoStCuzk`'s request for randomness `k`: `winpost-<miner>-<hex of r[:8]>`,
+    /// CRITICAL.
+    fn winning(&self, k: usize) -> Option<SubmitProofRequest> {
+        let p = self.fc.winning.as_ref()?;
+        let r = &p.randomness[k];
+        Some(SubmitProofRequest {
+            request_id: format!("winpost-{}-{}", self.fc.miner, go_bytes_x(&r[..8])),
+            proof_kind: ProofKind::WinningPost.into(),
+            sector_size: self.fc.sector_size,
+            registered_proof: p.registered_proof,
+            priority: Priority::Critical.into(),
+            vanilla_proofs: p.vanilla[k].clone(),
+            miner_id: self.fc.miner,
+            randomness: r.to_vec(),
+            ..SubmitProofRequest::default()
+        })
+    }
+
+    /// `WindowPoStCuzk`'s request of one partition for randomness `k`:
+    /// `wdpost-<miner>-<partition>-[r0 … r7]`, HIGH.
+    fn window(&self, k: usize) -> Option<SubmitProofRequest> {
+        let p = self.fc.window.as_ref()?;
+        let r = &p.randomness[k];
+        Some(SubmitProofRequest {
+            request_id: format!(
+                "wdpost-{}-{}-{}",
+                self.fc.miner,
+                p.partition,
+                go_bytes_d(&r[..8])
+            ),
+            proof_kind: ProofKind::WindowPostPartition.into(),
+            sector_size: self.fc.sector_size,
+            registered_proof: p.registered_proof,
+            priority: Priority::High.into(),
+            vanilla_proofs: p.vanilla[k].clone(),
+            miner_id: self.fc.miner,
+            randomness: r.to_vec(),
+            partition_index: p.partition,
+            ..SubmitProofRequest::default()
+        })
+    }
+
+    /// `ProveUpdateCuzk`'s request (`snap-<miner>-<sector>`, NORMAL, raw commitments), or with
+    /// `task` proofshare's `computeSnap` (`ps-snap-<miner>-<sector>-<task>`, no sector size).
+    fn snap(&self, task: Option<usize>) -> Option<SubmitProofRequest> {
+        let p = self.fc.snap.as_ref()?;
+        let miner = self.fc.miner;
+        let (request_id, sector_size) = match task {
+            None => (format!("snap-{miner}-{}", p.sector), self.fc.sector_size),
+            Some(t) => (format!("ps-snap-{miner}-{}-{t}", p.sector), 0),
+        };
+        Some(SubmitProofRequest {
+            request_id,
+            proof_kind: ProofKind::SnapDealsUpdate.into(),
+            sector_size,
+            registered_proof: p.registered_proof,
+            priority: Priority::Normal.into(),
+            vanilla_proofs: p.vanilla.clone(),
+            sector_number: p.sector,
+            miner_id: miner,
+            comm_r_old: p.comm_r_old.to_vec(),
+            comm_r_new: p.comm_r_new.to_vec(),
+            comm_d_new: p.comm_d_new.to_vec(),
             ..SubmitProofRequest::default()
         })
     }
@@ -322,21 +616,37 @@ impl Mix {
 
     /// Job `index`, drawn from the generator; the first jobs are one of each kind, so that
     /// the warm-up sees every circuit.
-    fn job(&self, index: usize, rng: &mut Rng, refusals: &mut usize) -> Job {
+    fn job(&self, index: usize, rng: &mut Rng, turns: &mut Turns) -> Job {
         let largest = *self.args.sizes.last().unwrap_or(&16);
         let mut opening: Vec<&str> = vec!["sha0", "sha1", "sha2"];
         opening.extend(std::iter::repeat_n("size", self.args.sizes.len()));
         opening.extend(["two-partitions", "largest", "largest", "cancel", "refuse"]);
-        if self.c1.is_some() {
+        if self.fc.porep.is_some() {
             opening.extend(["porep", "porep-bad"]);
         }
+        if self.fc.winning.is_some() {
+            opening.push("winning");
+        }
+        if self.fc.window.is_some() {
+            opening.extend(["window", "window-bad"]);
+        }
+        if self.fc.snap.is_some() {
+            opening.extend(["snap-curio", "snap-bad"]);
+        }
         let via_prove = rng.below(3) == 0;
-        let proving = |kind: String, submit, porep| Job {
+        let proving = |kind: String, submit, filecoin| Job {
             index,
             kind,
             submit,
             plan: Plan::Prove { via_prove },
-            porep,
+            filecoin,
+        };
+        let refused = |submit, why| Job {
+            index,
+            kind: "refused".into(),
+            submit,
+            plan: Plan::Refuse { why },
+            filecoin: None,
         };
         let synthetic_kind = |log2: u32, parts: u64| {
             if parts > 1 {
@@ -348,27 +658,39 @@ impl Mix {
         let pick = match opening.get(index) {
             Some(&kind) => kind,
             None => {
-                let u = rng.unit();
                 let a = &self.args;
-                let porep = if self.c1.is_some() {
-                    a.porep_share
-                } else {
-                    0.0
-                };
-                if u < a.refuse_share {
-                    "refuse"
-                } else if u < a.refuse_share + a.cancel_share {
-                    "cancel"
-                } else if u < a.refuse_share + a.cancel_share + porep {
-                    "porep"
-                } else if u < a.refuse_share + a.cancel_share + porep + a.sha_share {
-                    "sha"
-                } else if rng.below(10) == 0 {
-                    "two-partitions"
-                } else {
-                    "random-size"
+                let share = |on: bool, s: f64| if on { s } else { 0.0 };
+                let draws = [
+                    ("refuse", a.refuse_share),
+                    ("cancel", a.cancel_share),
+                    ("porep", share(self.fc.porep.is_some(), a.porep_share)),
+                    ("winning", share(self.fc.winning.is_some(), a.winning_share)),
+                    ("window", share(self.fc.window.is_some(), a.window_share)),
+                    ("snap", share(self.fc.snap.is_some(), a.snap_share)),
+                    ("sha", a.sha_share),
+                ];
+                let mut u = rng.unit();
+                let mut pick = None;
+                for (kind, share) in draws {
+                    if u < share {
+                        pick = Some(kind);
+                        break;
+                    }
+                    u -= share;
+                }
+                match pick {
+                    Some(kind) => kind,
+                    None if rng.below(10) == 0 => "two-partitions",
+                    None => "random-size",
                 }
             }
+        };
+        // Successive PoSt jobs take the inputs' randomness values in turn (Curio's request
+        // ids differ by randomness; a repeat after all of them is a retry of a done request).
+        let next = |turn: &mut usize, n: usize| {
+            let k = *turn % n.max(1);
+            *turn += 1;
+            k
         };
         match pick {
             "sha0" | "sha1" | "sha2" | "sha" => {
@@ -378,42 +700,79 @@ impl Mix {
                     "sha2" => SHA_LENGTHS[2],
                     _ => SHA_LENGTHS[rng.below(SHA_LENGTHS.len())],
                 };
-                proving(format!("sha256 {len}B"), self.sha(rng, len), false)
+                proving(format!("sha256 {len}B"), self.sha(rng, len), None)
             }
             "size" => {
                 let log2 = self.args.sizes[index - 3];
-                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), false)
+                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), None)
             }
             "largest" => proving(
                 synthetic_kind(largest, 1),
                 self.synthetic(rng, largest, 1),
-                false,
+                None,
             ),
             "random-size" => {
                 let log2 = self.size(rng);
-                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), false)
+                proving(synthetic_kind(log2, 1), self.synthetic(rng, log2, 1), None)
             }
             "two-partitions" => {
                 // Two partitions of one of the smaller sizes.
                 let log2 = self.args.sizes[rng.below(self.args.sizes.len().div_ceil(2))];
-                proving(synthetic_kind(log2, 2), self.synthetic(rng, log2, 2), false)
+                proving(synthetic_kind(log2, 2), self.synthetic(rng, log2, 2), None)
             }
-            "porep" => match self.porep() {
-                Some(r) => proving("porep-c2 2KiB".into(), r, true),
-                None => unreachable!("PoRep jobs only with a C1 output"),
-            },
+            "porep" => proving(
+                "porep-c2 2KiB".into(),
+                self.porep().expect("PoRep jobs only with a C1 output"),
+                Some(Fc::Porep),
+            ),
             "porep-bad" => {
                 let mut r = self.porep().expect("with a C1 output");
                 r.vanilla_proof.truncate(r.vanilla_proof.len() / 2);
-                Job {
-                    index,
-                    kind: "refused".into(),
-                    submit: r,
-                    plan: Plan::Refuse {
-                        why: "truncated C1 output",
-                    },
-                    porep: true,
+                refused(r, "truncated C1 output")
+            }
+            "winning" => {
+                let n = self.fc.winning.as_ref().map_or(1, |p| p.randomness.len());
+                let k = next(&mut turns.winning, n);
+                proving(
+                    "winning-post 2KiB".into(),
+                    self.winning(k).expect("with PoSt inputs"),
+                    Some(Fc::Winning(k)),
+                )
+            }
+            "window" => {
+                let n = self.fc.window.as_ref().map_or(1, |p| p.randomness.len());
+                let k = next(&mut turns.window, n);
+                proving(
+                    "window-post 2KiB".into(),
+                    self.window(k).expect("with PoSt inputs"),
+                    Some(Fc::Window(k)),
+                )
+            }
+            "window-bad" => {
+                // The last randomness' request with its first vanilla proof cut short.
+                let n = self.fc.window.as_ref().map_or(1, |p| p.randomness.len());
+                let mut r = self.window(n - 1).expect("with PoSt inputs");
+                if let Some(v) = r.vanilla_proofs.first_mut() {
+                    v.truncate(v.len().saturating_sub(7));
                 }
+                refused(r, "WindowPoSt vanilla proof cut short")
+            }
+            "snap-curio" => proving(
+                "snap-deals 2KiB".into(),
+                self.snap(None).expect("with SnapDeals inputs"),
+                Some(Fc::Snap),
+            ),
+            "snap" => proving(
+                "snap-deals 2KiB".into(),
+                // proofshare's request, a task of its own each time.
+                self.snap(Some(index)).expect("with SnapDeals inputs"),
+                Some(Fc::Snap),
+            ),
+            "snap-bad" => {
+                // Valid commitments, not the ones the vanilla proofs open.
+                let mut r = self.snap(Some(index)).expect("with SnapDeals inputs");
+                r.comm_d_new = r.comm_r_new.clone();
+                refused(r, "SnapDeals comm_d_new not the vanilla proofs'")
             }
             "cancel" => {
                 // The two largest sizes, so that a delayed cancel finds the job running;
@@ -430,19 +789,13 @@ impl Mix {
                     kind: "cancelled".into(),
                     submit: self.synthetic(rng, log2, 1),
                     plan: Plan::Cancel { delay },
-                    porep: false,
+                    filecoin: None,
                 }
             }
             _ => {
-                let (why, submit) = self.refusal(*refusals);
-                *refusals += 1;
-                Job {
-                    index,
-                    kind: "refused".into(),
-                    submit,
-                    plan: Plan::Refuse { why },
-                    porep: false,
-                }
+                let (why, submit) = self.refusal(turns.refusals);
+                turns.refusals += 1;
+                refused(submit, why)
             }
         }
     }
@@ -458,13 +811,32 @@ pub async fn run(target: &Target, args: &SoakArgs) -> Result<()> {
         args.sizes.iter().all(|&s| (1..=27).contains(&s)),
         "--sizes are log2 constraint counts from 1 to 27"
     );
-    let c1 = match &args.porep_c1 {
-        Some(path) => Some(Arc::new(
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
-        )),
-        None => None,
+    let mut fc = match &args.filecoin_dir {
+        Some(dir) => Filecoin::load(dir)?,
+        None => Filecoin {
+            miner: args.porep_miner,
+            sector_size: SECTOR_2KIB,
+            ..Filecoin::default()
+        },
     };
-    if let Some(dir) = &args.proof_dir {
+    if let Some(path) = &args.porep_c1 {
+        fc.porep = Some(PorepIn {
+            registered_proof: POREP_2KIB_V1_1,
+            sector: args.porep_sector,
+            c1: Arc::new(
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+            ),
+        });
+        if args.filecoin_dir.is_none() {
+            fc.miner = args.porep_miner;
+        }
+    }
+    if fc.any() {
+        let dir = args.proof_dir.as_ref().context(
+            "--proof-dir is needed with Filecoin inputs: their proofs are checked afterwards with filecoin-proofs (cuzk-bench soak-c1 verify)",
+        )?;
+        clear_proofs(dir)?;
+    } else if let Some(dir) = &args.proof_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let mix = Mix {
@@ -474,15 +846,16 @@ pub async fn run(target: &Target, args: &SoakArgs) -> Result<()> {
             cancel_share: args.cancel_share,
             refuse_share: args.refuse_share,
             porep_share: args.porep_share,
-            porep_sector: args.porep_sector,
-            porep_miner: args.porep_miner,
+            winning_share: args.winning_share,
+            window_share: args.window_share,
+            snap_share: args.snap_share,
         },
-        c1,
+        fc,
     };
     let mut rng = Rng(args.seed);
-    let mut refusals = 0;
+    let mut turns = Turns::default();
     let jobs: Vec<Job> = (0..args.jobs)
-        .map(|i| mix.job(i, &mut rng, &mut refusals))
+        .map(|i| mix.job(i, &mut rng, &mut turns))
         .collect();
 
     let client = target.client().await?;
@@ -603,6 +976,23 @@ pub async fn run(target: &Target, args: &SoakArgs) -> Result<()> {
     Ok(())
 }
 
+/// Creates the proof folder and removes the proof files of an earlier run from it, so that
+/// what is there afterwards is this run's.
+fn clear_proofs(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let ours = ["porep-", "winning-", "window-", "snap-"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if ours && name.ends_with(".bin") {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs one job to its outcome.
 async fn one(
     mut client: Client,
@@ -697,7 +1087,7 @@ async fn one(
 }
 
 /// Checks a job's response: completed, verified by the daemon, with its verifying key, and
-/// verified here (built-in circuits) or kept for verify_seal (PoRep).
+/// verified here (built-in circuits) or kept for filecoin-proofs' verifiers (Filecoin).
 async fn completed(job: &Job, r: &AwaitProofResponse, proof_dir: Option<&PathBuf>) -> Outcome {
     if r.status() != JobStatus::Completed {
         return Outcome::Unexpected(format!(
@@ -721,9 +1111,9 @@ async fn completed(job: &Job, r: &AwaitProofResponse, proof_dir: Option<&PathBuf
             r.proof.len()
         ));
     }
-    if job.porep {
+    if let Some(fc) = job.filecoin {
         if let Some(dir) = proof_dir {
-            let path = dir.join(format!("porep-{}.bin", job.index));
+            let path = dir.join(fc.file(job.index));
             if let Err(e) = std::fs::write(&path, &r.proof) {
                 return Outcome::Unexpected(format!("writing {}: {e}", path.display()));
             }
@@ -971,11 +1361,18 @@ impl Report<'_> {
         let planned = |f: &dyn Fn(&Plan) -> bool| self.jobs.iter().filter(|j| f(&j.plan)).count();
         let want_cancel = planned(&|p| matches!(p, Plan::Cancel { .. }));
         let want_refuse = planned(&|p| matches!(p, Plan::Refuse { .. }));
-        let porep = self
-            .done
-            .iter()
-            .filter(|d| d.job.porep && d.outcome == Outcome::Verified)
-            .count();
+        // Filecoin proofs per kind, in a fixed order.
+        let mut filecoin: Vec<(&str, usize)> = Vec::new();
+        for d in self.done {
+            if let (Some(fc), Outcome::Verified) = (d.job.filecoin, &d.outcome) {
+                match filecoin.iter_mut().find(|(l, _)| *l == fc.label()) {
+                    Some((_, n)) => *n += 1,
+                    None => filecoin.push((fc.label(), 1)),
+                }
+            }
+        }
+        let order = ["PoRep C2", "WinningPoSt", "WindowPoSt", "SnapDeals"];
+        filecoin.sort_by_key(|(l, _)| order.iter().position(|o| o == l));
         let proofs: usize = self
             .done
             .iter()
@@ -1030,12 +1427,15 @@ impl Report<'_> {
             unverified == 0,
             format!(
                 "{unverified} not verified; {verified} jobs, {proofs} proofs: `verified` from the daemon and checked here{}",
-                if porep > 0 {
-                    format!(
-                        " ({porep} PoRep C2 jobs: the daemon's check here, verify_seal after the run)"
-                    )
-                } else {
+                if filecoin.is_empty() {
                     String::new()
+                } else {
+                    let list: Vec<String> =
+                        filecoin.iter().map(|(l, n)| format!("{n} {l}")).collect();
+                    format!(
+                        " (Filecoin: {} jobs: the daemon's check here, filecoin-proofs' verifiers after the run)",
+                        list.join(", ")
+                    )
                 }
             ),
         );
@@ -1122,7 +1522,44 @@ impl Report<'_> {
 mod tests {
     use super::*;
 
-    fn mix(c1: bool) -> Mix {
+    fn post(randomness: usize) -> PostIn {
+        PostIn {
+            registered_proof: 10,
+            partition: 0,
+            randomness: (0..randomness).map(|k| [k as u8 + 1; 32]).collect(),
+            vanilla: (0..randomness)
+                .map(|k| vec![vec![k as u8; 40]; 2])
+                .collect(),
+        }
+    }
+
+    fn mix(filecoin: bool) -> Mix {
+        let fc = if filecoin {
+            Filecoin {
+                miner: 1000,
+                sector_size: 2048,
+                porep: Some(PorepIn {
+                    registered_proof: 5,
+                    sector: 1,
+                    c1: Arc::new(b"{}".to_vec()),
+                }),
+                winning: Some(PostIn {
+                    registered_proof: 0,
+                    ..post(4)
+                }),
+                window: Some(post(4)),
+                snap: Some(SnapIn {
+                    registered_proof: 0,
+                    sector: 1,
+                    comm_r_old: [1; 32],
+                    comm_r_new: [2; 32],
+                    comm_d_new: [3; 32],
+                    vanilla: vec![vec![9; 50]],
+                }),
+            }
+        } else {
+            Filecoin::default()
+        };
         Mix {
             args: Mix0 {
                 sizes: vec![16, 18, 20, 22],
@@ -1130,10 +1567,11 @@ mod tests {
                 cancel_share: 0.06,
                 refuse_share: 0.04,
                 porep_share: 0.03,
-                porep_sector: 1,
-                porep_miner: 1000,
+                winning_share: 0.01,
+                window_share: 0.01,
+                snap_share: 0.01,
             },
-            c1: c1.then(|| Arc::new(b"{}".to_vec())),
+            fc,
         }
     }
 
@@ -1141,13 +1579,13 @@ mod tests {
     fn the_mix_opens_with_every_kind_and_is_seeded() {
         let m = mix(true);
         let draw = |seed| {
-            let (mut rng, mut k) = (Rng(seed), 0);
+            let (mut rng, mut t) = (Rng(seed), Turns::default());
             (0..1000)
-                .map(|i| m.job(i, &mut rng, &mut k))
+                .map(|i| m.job(i, &mut rng, &mut t))
                 .collect::<Vec<_>>()
         };
         let jobs = draw(7);
-        let kinds: Vec<&str> = jobs[..16].iter().map(|j| j.kind.as_str()).collect();
+        let kinds: Vec<&str> = jobs[..21].iter().map(|j| j.kind.as_str()).collect();
         for k in [
             "sha256 3B",
             "sha256 64B",
@@ -1157,6 +1595,9 @@ mod tests {
             "cancelled",
             "refused",
             "porep-c2 2KiB",
+            "winning-post 2KiB",
+            "window-post 2KiB",
+            "snap-deals 2KiB",
         ] {
             assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
         }
@@ -1165,13 +1606,136 @@ mod tests {
         let refusals = n(&|j| matches!(j.plan, Plan::Refuse { .. }));
         assert!((30..100).contains(&cancels), "{cancels} cancels");
         assert!((20..80).contains(&refusals), "{refusals} refusals");
-        assert!(n(&|j| j.porep) > 10);
+        assert!(n(&|j| j.filecoin == Some(Fc::Porep)) > 10);
+        // A small share each of the other Filecoin kinds.
+        for f in [
+            &(|j: &Job| matches!(j.filecoin, Some(Fc::Winning(_)))) as &dyn Fn(&Job) -> bool,
+            &|j: &Job| matches!(j.filecoin, Some(Fc::Window(_))),
+            &|j: &Job| j.filecoin == Some(Fc::Snap),
+        ] {
+            assert!((3..30).contains(&n(f)), "{} jobs", n(f));
+        }
         let again = draw(7);
         assert!(jobs
             .iter()
             .zip(&again)
             .all(|(a, b)| a.submit == b.submit && a.kind == b.kind));
-        assert!(!mix(false).job(20, &mut Rng(1), &mut 0).porep);
+        assert!(mix(false)
+            .job(20, &mut Rng(1), &mut Turns::default())
+            .filecoin
+            .is_none());
+    }
+
+    #[test]
+    fn filecoin_requests_are_shaped_as_curio_sends_them() {
+        let m = mix(true);
+        let w = m.winning(1).unwrap();
+        assert_eq!(w.request_id, "winpost-1000-0202020202020202");
+        assert_eq!(w.priority, Priority::Critical as i32);
+        assert_eq!(w.proof_kind, ProofKind::WinningPost as i32);
+        assert_eq!((w.registered_proof, w.sector_size), (0, 2048));
+        assert_eq!(w.vanilla_proofs.len(), 2);
+        assert!(w.vanilla_proof.is_empty());
+        let d = m.window(2).unwrap();
+        assert_eq!(d.request_id, "wdpost-1000-0-[3 3 3 3 3 3 3 3]");
+        assert_eq!(d.priority, Priority::High as i32);
+        assert_eq!((d.registered_proof, d.partition_index), (10, 0));
+        assert_eq!(d.randomness, vec![3; 32]);
+        let s = m.snap(None).unwrap();
+        assert_eq!(s.request_id, "snap-1000-1");
+        assert_eq!((s.sector_size, s.sector_number), (2048, 1));
+        assert_eq!(
+            (s.comm_r_old, s.comm_r_new, s.comm_d_new),
+            (vec![1; 32], vec![2; 32], vec![3; 32])
+        );
+        let p = m.snap(Some(40)).unwrap();
+        assert_eq!(
+            (p.request_id.as_str(), p.sector_size),
+            ("ps-snap-1000-1-40", 0)
+        );
+        // PoSt jobs take the randomness values in turn.
+        let (mut rng, mut t) = (Rng(1), Turns::default());
+        let ks: Vec<Fc> = (0..3000)
+            .map(|i| m.job(i, &mut rng, &mut t))
+            .filter_map(|j| j.filecoin)
+            .filter(|f| matches!(f, Fc::Winning(_)))
+            .take(6)
+            .collect();
+        let want: Vec<Fc> = [0, 1, 2, 3, 0, 1].map(Fc::Winning).to_vec();
+        assert_eq!(ks, want);
+        assert_eq!(Fc::Window(3).file(17), "window-17-r3.bin");
+    }
+
+    #[test]
+    fn the_manifest_of_soak_c1_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let h = |b: u8| format!("{b:02x}").repeat(32);
+        for (name, bytes) in [
+            ("porep-c1.json", b"{}".to_vec()),
+            ("w0.vanilla", vec![1; 10]),
+            ("d0.vanilla", vec![2; 10]),
+            ("d1.vanilla", vec![3; 10]),
+            ("s0.vanilla", vec![4; 10]),
+        ] {
+            std::fs::write(d.join(name), bytes).unwrap();
+        }
+        let toml = format!(
+            r#"miner = 1000
+sector_size = 2048
+[porep]
+registered_proof = 5
+sector = 1
+c1 = "porep-c1.json"
+[winning]
+registered_proof = 0
+partition = 0
+sectors = [1]
+comm_r = ["{a}"]
+randomness = ["{b}"]
+vanilla = [["w0.vanilla"]]
+[window]
+registered_proof = 10
+partition = 0
+sectors = [1, 2]
+comm_r = ["{a}", "{a}"]
+randomness = ["{b}"]
+vanilla = [["d0.vanilla", "d1.vanilla"]]
+[snap]
+registered_proof = 0
+sector = 1
+comm_r_old = "{a}"
+comm_r_new = "{b}"
+comm_d_new = "{c}"
+vanilla = ["s0.vanilla"]
+"#,
+            a = h(0xaa),
+            b = h(0x0b),
+            c = h(0xc0)
+        );
+        std::fs::write(d.join("filecoin.toml"), toml).unwrap();
+        let fc = Filecoin::load(d).unwrap();
+        assert_eq!(fc.window.as_ref().unwrap().vanilla[0][1], vec![3; 10]);
+        assert_eq!(fc.winning.as_ref().unwrap().randomness[0], [0x0b; 32]);
+        let snap = fc.snap.as_ref().unwrap();
+        assert_eq!((snap.comm_r_old, snap.comm_d_new), ([0xaa; 32], [0xc0; 32]));
+        assert!(hex32("x", "zz").is_err());
+        std::fs::remove_file(d.join("d1.vanilla")).unwrap();
+        assert!(Filecoin::load(d).is_err());
+    }
+
+    #[test]
+    fn proof_files_of_an_earlier_run_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["porep-1.bin", "snap-2.bin", "window-3-r0.bin", "notes.txt"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        clear_proofs(dir.path()).unwrap();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["notes.txt"]);
     }
 
     #[test]
