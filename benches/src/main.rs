@@ -51,7 +51,7 @@ enum Cmd {
     /// Filecoin PoRep C2 of sealed sectors: cuzk on the GPU vs filecoin-proofs on the CPU (feature `cuda`).
     #[cfg(feature = "cuda")]
     Filecoin(filecoin::Args),
-    /// The 2KiB PoRep inputs of the bundle's run-soak, and verify_seal of its proofs (feature `cuda`).
+    /// The 2KiB Filecoin inputs of the bundle's run-soak (PoRep C1, PoSt and SnapDeals vanilla proofs), and filecoin-proofs' verification of its proofs (feature `cuda`).
     #[cfg(feature = "cuda")]
     SoakC1(soak_c1::Args),
 }
