@@ -11,10 +11,13 @@
 //! The jobs go in batches of `--sample-every`; at the end of each batch the driver waits for
 //! the batch's jobs to finish and then samples, so each sample sees what the daemon retains
 //! between jobs, not the working sets of the jobs in flight (a background sampler records
-//! the live peaks, reported but not checked). Memory counts as flat when no sample after the
-//! warm-up (the first `--warmup` jobs, which see every kind of job and so every circuit's
-//! parameters and pools) exceeds the first post-warm-up sample by more than the allowed
-//! growth (`--rss-growth-mib`, `--vram-growth-mib`).
+//! the live peaks, reported but not checked). Memory counts as flat when, over the samples
+//! after the warm-up (the first `--warmup` jobs, which see every kind of job and so every
+//! circuit's parameters and pools), neither the floor (the lowest sample of the last third
+//! against the first sample) nor the envelope (the highest sample of the last third against
+//! the highest of the first third) rose by more than the allowed growth (`--rss-growth-mib`,
+//! `--vram-growth-mib`). Single samples may swing by the buffers a daemon keeps for the last
+//! job's size; a leak lifts the floor and the envelope alike.
 
 use crate::client::{parse_duration, Client, Target};
 use crate::scrape::Scrape;
@@ -1266,32 +1269,57 @@ fn csv(samples: &[Sample]) -> String {
     out
 }
 
-/// Growth after warm-up: the first sample at or after `warmup` jobs against the largest
-/// later one. None when there is no sample after warm-up or no value.
+/// Growth after warm-up, read from the samples at or after `warmup` jobs split into thirds:
+/// the floor (the smallest sample of the last third against the first sample after warm-up)
+/// and the envelope (the largest sample of the last third against the largest of the first
+/// third). A leak raises both; memory a daemon holds for the last job's size (buffers kept
+/// for reuse) makes single samples swing but moves neither. The larger of the two is the
+/// growth. None with fewer than three samples after warm-up, or no value.
 fn growth(samples: &[Sample], warmup: usize, get: fn(&Sample) -> Option<f64>) -> Option<Growth> {
-    let post: Vec<&Sample> = samples.iter().filter(|s| s.jobs_done >= warmup).collect();
-    let base = get(post.first()?)?;
-    let (at, max) = post
+    let post: Vec<(usize, f64)> = samples
         .iter()
-        .skip(1)
+        .filter(|s| s.jobs_done >= warmup)
         .filter_map(|s| get(s).map(|v| (s.jobs_done, v)))
-        .fold(None, |m: Option<(usize, f64)>, (j, v)| match m {
-            Some((_, mv)) if mv >= v => m,
-            _ => Some((j, v)),
-        })?;
+        .collect();
+    if post.len() < 3 {
+        return None;
+    }
+    let third = post.len().div_ceil(3);
+    let first = &post[..third];
+    let last = &post[post.len() - third..];
+    let pick = |xs: &[(usize, f64)], larger: bool| {
+        xs.iter()
+            .copied()
+            .reduce(|a, b| {
+                if (b.1 > a.1) == larger && b.1 != a.1 {
+                    b
+                } else {
+                    a
+                }
+            })
+            .unwrap_or(xs[0])
+    };
     Some(Growth {
-        base_at: post[0].jobs_done,
-        base,
-        max_at: at,
-        max,
+        base: post[0],
+        floor: pick(last, false),
+        first_max: pick(first, true),
+        last_max: pick(last, true),
     })
 }
 
+/// The samples [`growth`] compares: (jobs done, MiB).
 struct Growth {
-    base_at: usize,
-    base: f64,
-    max_at: usize,
-    max: f64,
+    base: (usize, f64),
+    floor: (usize, f64),
+    first_max: (usize, f64),
+    last_max: (usize, f64),
+}
+
+impl Growth {
+    /// The larger of the floor's and the envelope's rise, MiB.
+    fn grew(&self) -> f64 {
+        (self.floor.1 - self.base.1).max(self.last_max.1 - self.first_max.1)
+    }
 }
 
 struct Report<'a> {
@@ -1475,13 +1503,13 @@ impl Report<'_> {
         ] {
             match growth(self.samples, self.args.warmup, get) {
                 Some(g) => {
-                    let grew = g.max - g.base;
+                    let grew = g.grew();
                     check(
                         name,
                         grew <= limit as f64,
                         format!(
-                            "{:.0} MiB at job {} -> max {:.0} MiB at job {}: {:+.0} MiB (limit {limit}); live peak {:.0} MiB",
-                            g.base, g.base_at, g.max, g.max_at, grew, peak
+                            "floor {:.0} MiB at job {} -> {:.0} MiB at job {} (lowest of the last third); envelope {:.0} MiB at job {} -> {:.0} MiB at job {} (highest of the first and last thirds): {:+.0} MiB (limit {limit}); live peak {:.0} MiB",
+                            g.base.1, g.base.0, g.floor.1, g.floor.0, g.first_max.1, g.first_max.0, g.last_max.1, g.last_max.0, grew, peak
                         ),
                     );
                 }
@@ -1492,7 +1520,7 @@ impl Report<'_> {
                     name,
                     false,
                     format!(
-                        "fewer than two samples after the warm-up of {} jobs: run more jobs",
+                        "fewer than three samples after the warm-up of {} jobs: run more jobs",
                         self.args.warmup
                     ),
                 ),
@@ -1757,25 +1785,35 @@ vanilla = ["s0.vanilla"]
     }
 
     #[test]
-    fn growth_is_measured_from_the_first_sample_after_warm_up() {
+    fn growth_is_the_rise_of_the_floor_or_the_envelope_after_warm_up() {
         let s = |jobs_done, rss| Sample {
             jobs_done,
             rss_mib: Some(rss),
             ..Sample::default()
         };
-        let samples = [
+        // Swings between jobs with a steady floor and envelope: no growth.
+        let steady = [
             s(0, 10.0),
             s(100, 900.0),
             s(200, 1000.0),
-            s(300, 1100.0),
-            s(400, 1050.0),
+            s(300, 1800.0),
+            s(400, 1000.0),
+            s(500, 1700.0),
+            s(600, 1000.0),
+            s(700, 1800.0),
         ];
-        let g = growth(&samples, 200, |s| s.rss_mib).unwrap();
-        assert_eq!(
-            (g.base_at, g.base, g.max_at, g.max),
-            (200, 1000.0, 300, 1100.0)
-        );
-        assert!(growth(&samples[..3], 200, |s| s.rss_mib).is_none());
-        assert!(growth(&samples, 200, |s| s.vram_smi_mib).is_none());
+        let g = growth(&steady, 200, |s| s.rss_mib).unwrap();
+        assert_eq!((g.base, g.floor), ((200, 1000.0), (600, 1000.0)));
+        assert_eq!((g.first_max, g.last_max), ((300, 1800.0), (700, 1800.0)));
+        assert_eq!(g.grew(), 0.0);
+        // A leak raises the floor.
+        let leak: Vec<Sample> = (0..9)
+            .map(|i| s(200 + 100 * i, 1000.0 + 50.0 * i as f64))
+            .collect();
+        let g = growth(&leak, 200, |s| s.rss_mib).unwrap();
+        assert_eq!(g.floor, (800, 1300.0));
+        assert_eq!(g.grew(), 300.0);
+        assert!(growth(&steady[..4], 200, |s| s.rss_mib).is_none());
+        assert!(growth(&steady, 200, |s| s.vram_smi_mib).is_none());
     }
 }

@@ -155,7 +155,9 @@ impl TestDaemon {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let text = self.log_text();
-            if let Some(line) = text.lines().find(|l| l.contains(" ready ")) {
+            // The daemon's own ready line (a GPU's "device ready" line comes before it).
+            let ready = |l: &&str| l.contains(" ready ") && l.contains(" address=");
+            if let Some(line) = text.lines().find(ready) {
                 self.addr = field(line, "address").parse().unwrap();
                 self.metrics = field(line, "metrics").parse().ok();
                 self.pid = field(line, "pid").parse().unwrap();
