@@ -216,6 +216,9 @@ struct Sample {
     rss_mib: Option<f64>,
     vram_smi_mib: Option<f64>,
     vram_status_mib: Option<f64>,
+    /// Host bytes the GPUs' pinned pools hold (`cuzk_gpu_pinned_bytes`), MiB: part of RSS,
+    /// bounded by the pools' capacity.
+    pinned_mib: Option<f64>,
     completed: usize,
     cancelled: usize,
     refused: usize,
@@ -1140,20 +1143,25 @@ struct Probe {
 
 impl Probe {
     async fn sample(&self) -> Sample {
+        let metrics = self
+            .client
+            .clone()
+            .get_metrics(GetMetricsRequest {})
+            .await
+            .ok()
+            .map(|m| Scrape::parse(&m.into_inner().prometheus_text));
+        let mib = |b: f64| b / f64::from(1 << 20);
         let rss_mib = match self.pid {
             Some(pid) => vm_rss_mib(pid),
-            None => self
-                .client
-                .clone()
-                .get_metrics(GetMetricsRequest {})
-                .await
-                .ok()
-                .and_then(|m| {
-                    Scrape::parse(&m.into_inner().prometheus_text)
-                        .value("cuzk_process_resident_memory_bytes", &[])
-                })
-                .map(|b| b / f64::from(1 << 20)),
+            None => metrics
+                .as_ref()
+                .and_then(|m| m.value("cuzk_process_resident_memory_bytes", &[]))
+                .map(mib),
         };
+        let pinned_mib = metrics.as_ref().and_then(|m| {
+            let v: Vec<f64> = m.series("cuzk_gpu_pinned_bytes").map(|(_, v)| v).collect();
+            (!v.is_empty()).then(|| mib(v.iter().sum()))
+        });
         let vram_status_mib = self
             .client
             .clone()
@@ -1176,6 +1184,7 @@ impl Probe {
             rss_mib,
             vram_smi_mib,
             vram_status_mib,
+            pinned_mib,
             ..Sample::default()
         }
     }
@@ -1221,14 +1230,15 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.0}"))
 }
 
-const SAMPLE_HEADER: &str = "| jobs done | elapsed s | RSS MiB | VRAM MiB (nvidia-smi) | VRAM MiB (GetStatus) | completed | cancelled | refused | lost |\n|---|---|---|---|---|---|---|---|---|\n";
+const SAMPLE_HEADER: &str = "| jobs done | elapsed s | RSS MiB | pinned pool MiB | VRAM MiB (nvidia-smi) | VRAM MiB (GetStatus) | completed | cancelled | refused | lost |\n|---|---|---|---|---|---|---|---|---|---|\n";
 
 fn sample_row(s: &Sample) -> String {
     format!(
-        "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
         s.jobs_done,
         s.elapsed_s,
         opt(s.rss_mib),
+        opt(s.pinned_mib),
         opt(s.vram_smi_mib),
         opt(s.vram_status_mib),
         s.completed,
@@ -1248,16 +1258,17 @@ fn print_sample(s: &Sample) {
 
 fn csv(samples: &[Sample]) -> String {
     let mut out = String::from(
-        "jobs_done,elapsed_s,rss_mib,vram_smi_mib,vram_status_mib,completed,cancelled,refused,lost\n",
+        "jobs_done,elapsed_s,rss_mib,pinned_mib,vram_smi_mib,vram_status_mib,completed,cancelled,refused,lost\n",
     );
     let f = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
     for s in samples {
         let _ = writeln!(
             out,
-            "{},{:.2},{},{},{},{},{},{},{}",
+            "{},{:.2},{},{},{},{},{},{},{},{}",
             s.jobs_done,
             s.elapsed_s,
             f(s.rss_mib),
+            f(s.pinned_mib),
             f(s.vram_smi_mib),
             f(s.vram_status_mib),
             s.completed,
@@ -1525,6 +1536,24 @@ impl Report<'_> {
                     ),
                 ),
             }
+        }
+
+        // Not a check: how much of the RSS growth the pinned pools' growth explains (they
+        // keep page-locked buffers up to their capacity for reuse).
+        let less_pinned = |s: &Sample| Some(s.rss_mib? - s.pinned_mib?);
+        if let (Some(rss), Some(rest)) = (
+            growth(self.samples, self.args.warmup, |s| s.rss_mib),
+            growth(self.samples, self.args.warmup, less_pinned),
+        ) {
+            rows.push((
+                "RSS less the pinned pools (not a check)".into(),
+                true,
+                format!(
+                    "{:+.0} MiB after warm-up, against {:+.0} MiB of RSS",
+                    rest.grew(),
+                    rss.grew()
+                ),
+            ));
         }
 
         let _ = writeln!(out, "\n## soak summary\n");
