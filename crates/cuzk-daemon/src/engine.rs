@@ -124,7 +124,7 @@ impl Engine {
             Prior::Running(id) | Prior::Completed(id) => {
                 table.attach(id, via == Via::Prove);
                 drop(table);
-                tracing::info!(job = id, request_id = %request_id, "request attached to its job");
+                tracing::info!(job = %self.jobs.wire_id(id), request_id = %request_id, "request attached to its job");
                 return Ok(Submitted {
                     id,
                     job_id: self.jobs.wire_id(id),
@@ -173,7 +173,7 @@ impl Engine {
                 // Writing into a Vec cannot fail.
                 let _ = out.verifying_key.write(&mut vk);
                 tracing::info!(
-                    job = id,
+                    job = %job_id,
                     circuit = %out.circuit_key,
                     partitions = out.proofs.len(),
                     queue_wait_ms = convert::millis(out.timings.queue_wait),
@@ -190,7 +190,7 @@ impl Engine {
                     .status(JobId(id))
                     .map(|s| s.age)
                     .unwrap_or_default();
-                tracing::warn!(job = id, %error, "job ended without proofs");
+                tracing::warn!(job = %job_id, %error, "job ended without proofs");
                 failed(&job_id, error, age)
             }
         };
