@@ -1,6 +1,8 @@
 //! Shared helpers of the cross-crate tests: moving keys and proofs between cuzk and
 //! bellperson through their byte formats (which is what interoperability means), and
-//! small circuit fixtures.
+//! small circuit fixtures; reaching a spawned daemon (`daemon`).
+
+pub mod daemon;
 
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,

@@ -2,7 +2,7 @@
 //! build `cargo xtask e2e` makes, so CI builds nothing new), then runs the check: two CPU
 //! daemons behind nginx configured as docs/operations.md says, one SIGKILLed mid-run.
 
-use crate::util;
+use crate::{e2e, kernels, util};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,19 +28,7 @@ pub fn run(args: &BalancerArgs) -> Result<()> {
         Some(path) => path.clone(),
         None => find_nginx()?,
     };
-    util::step("building cuzk-daemon and cuzk-balancer (dev profile)");
-    util::cargo(
-        &[
-            "build",
-            "--package",
-            "cuzk-daemon",
-            "--package",
-            "cuzk-tests",
-            "--bins",
-        ],
-        &[],
-    )?;
-    let bin = target_dir().join("debug");
+    let bin = e2e::build_test_programs("cuzk-balancer")?;
     util::step("two daemons behind nginx, one killed mid-run");
     util::run(
         Command::new(bin.join("cuzk-balancer"))
@@ -51,7 +39,7 @@ pub fn run(args: &BalancerArgs) -> Result<()> {
             .arg("--doc")
             .arg(util::project_root().join("docs/operations.md"))
             .arg("--dir")
-            .arg(target_dir().join("balancer"))
+            .arg(kernels::target_dir().join("balancer"))
             .args(["--requests", &args.requests.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
             .current_dir(util::project_root()),
@@ -70,13 +58,5 @@ fn find_nginx() -> Result<PathBuf> {
         None => bail!(
             "no nginx on PATH or in /usr/sbin (Debian: apt-get install -y nginx), or pass --nginx"
         ),
-    }
-}
-
-/// Where cargo puts its output: `CARGO_TARGET_DIR` if set, else `target/` at the root.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => util::project_root().join(dir),
-        None => util::project_root().join("target"),
     }
 }

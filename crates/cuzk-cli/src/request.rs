@@ -225,7 +225,7 @@ impl RequestSpec {
     }
 }
 
-fn decode_hex(text: &str) -> Result<Vec<u8>> {
+pub(crate) fn decode_hex(text: &str) -> Result<Vec<u8>> {
     let text = text.trim();
     if !text.len().is_multiple_of(2) {
         bail!("hex needs an even number of digits");

@@ -350,16 +350,10 @@ struct ManifestSnap {
 
 /// 32 bytes from lowercase or uppercase hex.
 fn hex32(what: &str, s: &str) -> Result<[u8; 32]> {
-    ensure!(
-        s.len() == 64 && s.is_ascii(),
-        "{what}: {s:?} is not 32 bytes of hex"
-    );
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
-            .with_context(|| format!("{what}: {s:?} is not hex"))?;
-    }
-    Ok(out)
+    crate::request::decode_hex(s)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .with_context(|| format!("{what}: {s:?} is not 32 bytes of hex"))
 }
 
 impl Filecoin {

@@ -12,6 +12,7 @@ use cuzk_daemon::proto::{
 };
 use cuzk_field::Scalar;
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
+use cuzk_tests::daemon::{connect, wait_serving, READY_TIMEOUT};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{BufRead, Read, Write};
@@ -45,7 +46,6 @@ const MAX_ATTEMPTS: u32 = 6;
 /// One attempt's limit (a sha256 proof takes about a second here).
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_MESSAGE: usize = 256 << 20;
 
@@ -631,42 +631,6 @@ fn check(r: &AwaitProofResponse, inputs: &[Scalar]) -> Result<()> {
     .map_err(|e| anyhow::anyhow!("bellperson's verifier failed: {e}"))?;
     ensure!(ok, "bellperson's verifier rejects the proof");
     Ok(())
-}
-
-async fn connect(addr: SocketAddr) -> Result<Channel> {
-    Channel::from_shared(format!("http://{addr}"))?
-        .connect()
-        .await
-        .with_context(|| format!("connecting to {addr}"))
-}
-
-/// Polls grpc.health.v1 at `addr` until the proving service reports SERVING.
-async fn wait_serving(addr: SocketAddr) -> Result<()> {
-    use tonic_health::pb::health_check_response::ServingStatus;
-    use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        let last = match connect(addr).await {
-            Ok(channel) => {
-                let check = HealthClient::new(channel)
-                    .check(HealthCheckRequest {
-                        service: cuzk_daemon::proto::SERVICE_NAME.into(),
-                    })
-                    .await;
-                match check {
-                    Ok(r) if r.get_ref().status() == ServingStatus::Serving => return Ok(()),
-                    Ok(r) => format!("{:?}", r.get_ref().status()),
-                    Err(e) => format!("{:?} {}", e.code(), e.message()),
-                }
-            }
-            Err(e) => format!("{e:#}"),
-        };
-        ensure!(
-            Instant::now() < deadline,
-            "{addr} never reported SERVING: {last}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// A spawned daemon on free loopback ports; SIGKILLed if still running when dropped.

@@ -12,6 +12,7 @@ use cuzk_daemon::proto::{
 };
 use cuzk_field::Scalar;
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
+use cuzk_tests::daemon::{connect, wait_serving, READY_TIMEOUT};
 use serde::Deserialize;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -22,9 +23,6 @@ use tonic::transport::Channel;
 
 /// The request mix compiled into the binary; `--config <file>` replaces it.
 const DEFAULT_CONFIG: &str = include_str!("../e2e.toml");
-
-/// How long the daemon may take to log "ready" (the promise is a minute on 2 cores).
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long the daemon may take to exit after SIGTERM.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -233,37 +231,6 @@ fn drive(daemon: &mut Daemon, planned: &[Planned]) -> Result<()> {
         .with_context(|| format!("the daemon exited but {} is still taken", daemon.addr))?;
     eprintln!("==> the daemon exited cleanly and released {}", daemon.addr);
     Ok(())
-}
-
-async fn connect(addr: SocketAddr) -> Result<Channel> {
-    Channel::from_shared(format!("http://{addr}"))?
-        .connect()
-        .await
-        .with_context(|| format!("connecting to the daemon at {addr}"))
-}
-
-/// Polls grpc.health.v1 until the proving service reports SERVING.
-async fn wait_serving(addr: SocketAddr) -> Result<()> {
-    use tonic_health::pb::health_check_response::ServingStatus;
-    use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        if let Ok(channel) = connect(addr).await {
-            let check = HealthClient::new(channel)
-                .check(HealthCheckRequest {
-                    service: cuzk_daemon::proto::SERVICE_NAME.into(),
-                })
-                .await;
-            if matches!(check, Ok(r) if r.get_ref().status() == ServingStatus::Serving) {
-                return Ok(());
-            }
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the daemon at {addr} never reported SERVING"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn request(
