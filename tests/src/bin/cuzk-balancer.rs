@@ -277,7 +277,11 @@ fn drive(
     let shared = Arc::new(Shared {
         answers: Mutex::new((0..args.requests).map(|_| Vec::new()).collect()),
         tail_from: args.requests - args.concurrency,
-        tail_wait: fail_timeout + Duration::from_secs(1),
+        // nginx keeps a server out while `now - checked <= fail_timeout`, on a clock of whole
+        // seconds, with `checked` the second it saw the failure (up to a second after the
+        // kill here): two seconds past `fail_timeout` are the least that is always enough,
+        // one more is margin for a slow machine.
+        tail_wait: fail_timeout + Duration::from_secs(3),
         ..Shared::default()
     });
     let requests: Vec<(SubmitProofRequest, Vec<Scalar>)> = (0..args.requests)
