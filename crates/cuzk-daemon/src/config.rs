@@ -118,6 +118,8 @@ pub struct CudaSection {
     pub idle_evict_secs: u64,
     /// `auto` or a size: each device's pinned host pool.
     pub pinned_memory: String,
+    /// Free pinned-pool buffers idle this long (seconds); 0: keep them.
+    pub pinned_idle_secs: u64,
     /// `auto` (on the GPU, the CPU as fallback) or `cpu`.
     pub paramgen: String,
 }
@@ -131,6 +133,7 @@ impl Default for CudaSection {
             residency: "auto".into(),
             idle_evict_secs: 0,
             pinned_memory: "auto".into(),
+            pinned_idle_secs: 120,
             paramgen: "auto".into(),
         }
     }
@@ -295,6 +298,8 @@ pub struct CudaSettings {
     /// Each device's pinned pool (`None`: a quarter of the host budget over the devices,
     /// at most 64 GiB each).
     pub pinned_memory: Option<u64>,
+    /// How long a pinned-pool buffer may sit idle (`None`: kept).
+    pub pinned_idle: Option<Duration>,
     /// Parameters generated on the GPU (else the CPU).
     pub gpu_paramgen: bool,
 }
@@ -553,6 +558,8 @@ impl CudaSection {
             idle_evict: (self.idle_evict_secs > 0)
                 .then(|| Duration::from_secs(self.idle_evict_secs)),
             pinned_memory,
+            pinned_idle: (self.pinned_idle_secs > 0)
+                .then(|| Duration::from_secs(self.pinned_idle_secs)),
             gpu_paramgen,
         })
     }
@@ -743,13 +750,15 @@ mod tests {
                 residency: Residency::Auto,
                 idle_evict: None,
                 pinned_memory: None,
+                pinned_idle: Some(Duration::from_secs(120)),
                 gpu_paramgen: true,
             }
         );
         let text = "[prover]\nbackend = \"cuda\"\ndevices = [1, 0]\nworkers_per_device = 3\n\
                     [memory]\nhost_budget = \"64GiB\"\n\
                     [cuda]\nvram_budget = \"16GiB\"\nmsm_vram = \"2GiB\"\nresidency = \"streamed\"\n\
-                    idle_evict_secs = 600\npinned_memory = \"24GiB\"\nparamgen = \"cpu\"\n";
+                    idle_evict_secs = 600\npinned_memory = \"24GiB\"\npinned_idle_secs = 0\n\
+                    paramgen = \"cpu\"\n";
         let s = Config::parse(text, Path::new("t.toml"))
             .unwrap()
             .settings()
@@ -766,6 +775,7 @@ mod tests {
                 residency: Residency::Streamed,
                 idle_evict: Some(Duration::from_secs(600)),
                 pinned_memory: Some(24 << 30),
+                pinned_idle: None,
                 gpu_paramgen: false,
             }
         );

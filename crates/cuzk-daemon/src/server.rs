@@ -343,6 +343,7 @@ fn gpu_backend(
         residency: c.residency,
         idle_evict: c.idle_evict,
         pinned_bytes: Some(pinned),
+        pinned_idle: c.pinned_idle,
         paramgen: if c.gpu_paramgen {
             ParamgenChoice::Auto
         } else {

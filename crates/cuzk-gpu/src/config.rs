@@ -92,11 +92,19 @@ pub struct GpuConfig {
     /// waits while the pool is lent out. The caller keeps these bytes out of the host
     /// budget it admits partitions against ([`crate::GpuBackend::pinned_bytes`]).
     pub pinned_bytes: Option<u64>,
+    /// Free pinned-pool buffers idle this long (default two minutes; `None`: keep them up to
+    /// the pool's size), so that memory pinned for a burst goes back to the host after it.
+    pub pinned_idle: Option<Duration>,
     /// Where parameters are generated.
     pub paramgen: ParamgenChoice,
     /// Test-only faults.
     pub faults: FaultPlan,
 }
+
+/// How long a pinned-pool buffer may sit idle before it is freed, by default: far longer than
+/// the gap between partitions of a busy daemon (seconds), short enough that a burst's extra
+/// buffers go back within minutes.
+pub const DEFAULT_PINNED_IDLE: Duration = Duration::from_secs(120);
 
 impl Default for GpuConfig {
     fn default() -> Self {
@@ -108,6 +116,7 @@ impl Default for GpuConfig {
             residency: Residency::Auto,
             idle_evict: None,
             pinned_bytes: None,
+            pinned_idle: Some(DEFAULT_PINNED_IDLE),
             paramgen: ParamgenChoice::Auto,
             faults: FaultPlan::none(),
         }

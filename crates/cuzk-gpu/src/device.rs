@@ -147,6 +147,7 @@ impl DeviceState {
         let msm_vram = sizes::msm_allowance(config.msm_vram, vram.capacity());
         // The pool is its own ledger; the caller keeps its bytes out of the host budget.
         let pool = PinnedPool::new(&device, pinned_bytes, None);
+        pool.set_max_idle(config.pinned_idle);
         let lane_config = GpuProverConfig {
             residency: config.residency,
             budget: Some(vram.budget().clone()),

@@ -39,6 +39,6 @@ pub mod sizes;
 mod sweeper;
 
 pub use backend::GpuBackend;
-pub use config::{FaultPlan, GpuConfig, ParamgenChoice, FAULT_ENV};
+pub use config::{FaultPlan, GpuConfig, ParamgenChoice, DEFAULT_PINNED_IDLE, FAULT_ENV};
 pub use cuzk_groth16::gpu::Residency;
 pub use error::GpuError;

@@ -101,6 +101,14 @@ impl PinnedPool {
         self.shelf.trim_to(keep)
     }
 
+    /// Frees buffers once they have sat idle for `max_idle` (`None`, the default: keeps
+    /// them until evicted or trimmed), so that memory pinned for a burst of demand goes back
+    /// to the host when the burst is over. The pool checks at every acquire, every return and
+    /// every [`PinnedPool::stats`] read.
+    pub fn set_max_idle(&self, max_idle: Option<Duration>) {
+        self.shelf.set_max_idle(max_idle);
+    }
+
     /// Hits, misses, evictions and the bytes pinned now and at most.
     pub fn stats(&self) -> PoolStats {
         self.shelf.stats()

@@ -37,8 +37,11 @@ pub struct PoolStats {
     pub hits: u64,
     /// Requests that pinned a new buffer.
     pub misses: u64,
-    /// Buffers freed: evicted to make room for another size, or by a trim.
+    /// Buffers freed: evicted to make room for another size, by a trim, or idle past the
+    /// pool's limit.
     pub evictions: u64,
+    /// Of the buffers freed, those freed because they sat idle longer than the pool's limit.
+    pub expired: u64,
     /// Bytes pinned over the pool's life (grows only on misses and pre-warming).
     pub pinned_total: u64,
     /// Bytes pinned now, idle and lent.
@@ -98,8 +101,18 @@ pub(crate) struct Shelf<B> {
     _listeners: Vec<ReleaseListener>,
 }
 
+/// An idle buffer and when it was shelved.
+struct Idle<B> {
+    buffer: B,
+    ticket: Ticket,
+    since: Instant,
+}
+
 struct State<B> {
-    idle: BTreeMap<u64, Vec<(B, Ticket)>>,
+    /// Idle buffers by class, each list oldest first.
+    idle: BTreeMap<u64, Vec<Idle<B>>>,
+    /// Idle buffers older than this are freed at the next sweep; `None`: kept until evicted.
+    max_idle: Option<Duration>,
     idle_bytes: u64,
     idle_buffers: usize,
     lent_bytes: u64,
@@ -110,6 +123,7 @@ struct State<B> {
     hits: u64,
     misses: u64,
     evictions: u64,
+    expired: u64,
     pinned_total: u64,
 }
 
@@ -140,6 +154,7 @@ impl<B: Send + 'static> Shelf<B> {
                 host,
                 state: Mutex::new(State {
                     idle: BTreeMap::new(),
+                    max_idle: None,
                     idle_bytes: 0,
                     idle_buffers: 0,
                     lent_bytes: 0,
@@ -148,6 +163,7 @@ impl<B: Send + 'static> Shelf<B> {
                     hits: 0,
                     misses: 0,
                     evictions: 0,
+                    expired: 0,
                     pinned_total: 0,
                 }),
                 changed: Condvar::new(),
@@ -164,6 +180,22 @@ impl<B: Send + 'static> Shelf<B> {
     /// The pool's name (its budget's).
     pub(crate) fn name(&self) -> &str {
         self.pinned.name()
+    }
+
+    /// Frees idle buffers once they have been idle for `max_idle` (`None`: never), at the
+    /// pool's next take, return or statistics read after that.
+    pub(crate) fn set_max_idle(&self, max_idle: Option<Duration>) {
+        lock(&self.state).max_idle = max_idle;
+        self.sweep();
+    }
+
+    /// Frees the idle buffers past the pool's idle limit; returns the bytes freed.
+    pub(crate) fn sweep(&self) -> u64 {
+        let expired = lock(&self.state).expire(Instant::now());
+        let freed = expired.iter().map(|(_, t)| t.class).sum();
+        // Freed after the lock: freeing page-locked memory waits for the device.
+        drop(expired);
+        freed
     }
 
     fn bump(&self) {
@@ -188,6 +220,7 @@ impl<B: Send + 'static> Shelf<B> {
     /// an idle buffer nor room for a new one is there.
     pub(crate) fn take(&self, bytes: u64, alloc: Alloc<'_, B>) -> Result<(B, Ticket), MemError> {
         let class = self.class_of(bytes)?;
+        self.sweep();
         if let Some(found) = lock(&self.state).take_idle(class) {
             return Ok(found);
         }
@@ -253,18 +286,21 @@ impl<B: Send + 'static> Shelf<B> {
             let buffer = alloc(class)?;
             let mut state = lock(&self.state);
             state.pinned_total += class;
-            state.shelve(buffer, ticket);
+            state.shelve(buffer, ticket, Instant::now());
         }
         Ok(())
     }
 
     /// Takes a lent buffer back, idle, for the next request of its class.
     pub(crate) fn put(&self, buffer: B, ticket: Ticket) {
+        let now = Instant::now();
         let mut state = lock(&self.state);
         state.lent_bytes -= ticket.class;
         state.lent_buffers -= 1;
-        state.shelve(buffer, ticket);
+        state.shelve(buffer, ticket, now);
+        let expired = state.expire(now);
         drop(state);
+        drop(expired);
         self.changed.notify_all();
     }
 
@@ -291,12 +327,14 @@ impl<B: Send + 'static> Shelf<B> {
 
     /// What the pool holds and has done.
     pub(crate) fn stats(&self) -> PoolStats {
+        self.sweep();
         let state = lock(&self.state);
         PoolStats {
             capacity: self.capacity(),
             hits: state.hits,
             misses: state.misses,
             evictions: state.evictions,
+            expired: state.expired,
             pinned_total: state.pinned_total,
             pinned_bytes: state.idle_bytes + state.lent_bytes,
             idle_bytes: state.idle_bytes,
@@ -354,7 +392,8 @@ impl<B> State<B> {
             .range(class..=class.saturating_mul(2))
             .find(|(_, list)| !list.is_empty())?;
         let list = self.idle.get_mut(&found)?;
-        let item = list.pop()?;
+        // The most recently shelved: the oldest stay idle and age out first.
+        let Idle { buffer, ticket, .. } = list.pop()?;
         if list.is_empty() {
             self.idle.remove(&found);
         }
@@ -363,17 +402,43 @@ impl<B> State<B> {
         self.lent_bytes += found;
         self.lent_buffers += 1;
         self.hits += 1;
-        Some(item)
+        Some((buffer, ticket))
     }
 
-    fn shelve(&mut self, buffer: B, ticket: Ticket) {
+    fn shelve(&mut self, buffer: B, ticket: Ticket, since: Instant) {
         self.idle_bytes += ticket.class;
         self.idle_buffers += 1;
         self.generation += 1;
-        self.idle
-            .entry(ticket.class)
-            .or_default()
-            .push((buffer, ticket));
+        self.idle.entry(ticket.class).or_default().push(Idle {
+            buffer,
+            ticket,
+            since,
+        });
+    }
+
+    /// Removes the idle buffers shelved at least `max_idle` before `now`; the caller frees
+    /// them after releasing the lock.
+    fn expire(&mut self, now: Instant) -> Vec<(B, Ticket)> {
+        let Some(max_idle) = self.max_idle else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for list in self.idle.values_mut() {
+            // Oldest first: the expired ones are a prefix.
+            let old = list.partition_point(|i| now.saturating_duration_since(i.since) >= max_idle);
+            out.extend(list.drain(..old).map(|i| (i.buffer, i.ticket)));
+        }
+        self.idle.retain(|_, list| !list.is_empty());
+        for (_, ticket) in &out {
+            self.idle_bytes -= ticket.class;
+            self.idle_buffers -= 1;
+            self.evictions += 1;
+            self.expired += 1;
+        }
+        if !out.is_empty() {
+            self.generation += 1;
+        }
+        out
     }
 
     /// Removes idle buffers, largest first, until at least `bytes` are removed (or none is
@@ -392,11 +457,11 @@ impl<B> State<B> {
             if entry.get().is_empty() {
                 entry.remove();
             }
-            freed += item.1.class;
-            self.idle_bytes -= item.1.class;
+            freed += item.ticket.class;
+            self.idle_bytes -= item.ticket.class;
             self.idle_buffers -= 1;
             self.evictions += 1;
-            out.push(item);
+            out.push((item.buffer, item.ticket));
         }
         out
     }
@@ -526,6 +591,50 @@ mod tests {
         let stats = shelf.stats();
         assert_eq!((stats.pinned_bytes, stats.evictions), (0, 2));
         assert_eq!(stats.high_water_bytes, 4 * MIB);
+    }
+
+    #[test]
+    fn buffers_idle_past_the_limit_are_freed_and_others_kept() {
+        let shelf = Shelf::<Fake>::new("pinned 0".into(), 64 * MIB, None);
+        let mut maker = Maker::new();
+        // Two of one class lent at once, both returned: the pool keeps both.
+        let (a, ta) = shelf.take(MIB, &mut maker.alloc()).unwrap();
+        let (b, tb) = shelf.take(MIB, &mut maker.alloc()).unwrap();
+        shelf.put(a, ta);
+        shelf.put(b, tb);
+        // A limit far away frees nothing; a buffer taken within it is reused.
+        shelf.set_max_idle(Some(Duration::from_secs(3600)));
+        let (c, tc) = shelf.take(MIB, &mut maker.alloc()).unwrap();
+        assert_eq!(c.id, 2, "the most recently returned buffer is lent first");
+        assert_eq!(maker.freed(), 0);
+        // Past a short limit, the buffer left idle (the older one) is freed at the next use;
+        // the one lent meanwhile comes back and stays until it too has been idle that long.
+        shelf.set_max_idle(Some(Duration::from_millis(5)));
+        std::thread::sleep(Duration::from_millis(30));
+        shelf.put(c, tc);
+        assert_eq!(maker.freed(), 1);
+        let stats = shelf.stats();
+        assert_eq!(
+            (stats.expired, stats.evictions, stats.idle_buffers),
+            (1, 1, 1)
+        );
+        assert_eq!((stats.idle_bytes, stats.pinned_bytes), (MIB, MIB));
+        std::thread::sleep(Duration::from_millis(30));
+        // A statistics read sweeps too, so that an unused pool still lets go.
+        let stats = shelf.stats();
+        assert_eq!(
+            (stats.expired, stats.idle_buffers, stats.pinned_bytes),
+            (2, 0, 0)
+        );
+        assert_eq!(maker.freed(), 2);
+        // No limit: kept however long.
+        shelf.set_max_idle(None);
+        let (d, td) = shelf.take(MIB, &mut maker.alloc()).unwrap();
+        assert_eq!(d.id, 3);
+        shelf.put(d, td);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(shelf.stats().idle_buffers, 1);
+        assert_eq!(maker.freed(), 2);
     }
 
     #[test]
