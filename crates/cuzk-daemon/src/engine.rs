@@ -2,7 +2,7 @@
 //! whether new work is still accepted.
 
 use crate::convert::{self, completed, failed, submit_status, to_request};
-use crate::jobs::{IdError, Jobs, Outcome, Prior};
+use crate::jobs::{Digest, IdError, Jobs, Locked, Outcome, Prior};
 use crate::metrics::Counters;
 use crate::proto::{await_proof_response, AwaitProofResponse, ProofKind, SubmitProofRequest};
 use cuzk_sched::{JobError, JobId, JobOutput, JobState, Scheduler};
@@ -119,27 +119,24 @@ impl Engine {
         let kinds = self.scheduler.registry().kind_names();
         // Read before the lock: parsing is cheap, and a refusal needs no table.
         let request = to_request(submit, |name| kinds.iter().any(|k| k == name))?;
-        let mut table = self.jobs.lock();
-        match table.prior(&request_id, &digest) {
-            Prior::Running(id) | Prior::Completed(id) => {
-                table.attach(id, via == Via::Prove);
-                drop(table);
-                tracing::info!(job = %self.jobs.wire_id(id), request_id = %request_id, "request attached to its job");
-                return Ok(Submitted {
-                    id,
-                    job_id: self.jobs.wire_id(id),
-                    queue_position: 0,
-                });
-            }
-            Prior::Stale => {
-                tracing::info!(request_id = %request_id, "request id reused: a new job");
-            }
-            Prior::None => {}
+        // The table is locked only to look up and to record: parsing a large request (a C1
+        // decoded, vanilla proofs checked) happens without it, so that status calls and
+        // other submissions never wait on it.
+        if let Some(found) = self.attach_prior(&request_id, &digest, via) {
+            return Ok(found);
         }
-        let handle = self.scheduler.submit(request).map_err(|e| {
+        let refused = |e: cuzk_sched::SubmitError| {
             tracing::info!(kind = %label, error = %e, "submission refused");
             submit_status(&e)
-        })?;
+        };
+        let parsed = self.scheduler.parse(request).map_err(refused)?;
+        let mut table = self.jobs.lock();
+        // The same request may have come in while this one was parsed: it has the job.
+        if let Some(found) = self.attach_prior_locked(&mut table, &request_id, &digest, via) {
+            return Ok(found);
+        }
+        // Queuing is quick; under the lock, so that no second job for the request can start.
+        let handle = self.scheduler.enqueue(parsed).map_err(refused)?;
         let id = handle.id().0;
         let outcome = table.insert(id, label.clone(), request_id, digest, via == Via::Prove);
         drop(table);
@@ -156,6 +153,38 @@ impl Engine {
             job_id,
             queue_position: u32::try_from(queued).unwrap_or(u32::MAX),
         })
+    }
+
+    /// The job a submission attaches to: the running or completed one its request id names
+    /// with the same digest.
+    fn attach_prior(&self, request_id: &str, digest: &Digest, via: Via) -> Option<Submitted> {
+        let mut table = self.jobs.lock();
+        self.attach_prior_locked(&mut table, request_id, digest, via)
+    }
+
+    fn attach_prior_locked(
+        &self,
+        table: &mut Locked<'_>,
+        request_id: &str,
+        digest: &Digest,
+        via: Via,
+    ) -> Option<Submitted> {
+        match table.prior(request_id, digest) {
+            Prior::Running(id) | Prior::Completed(id) => {
+                table.attach(id, via == Via::Prove);
+                tracing::info!(job = %self.jobs.wire_id(id), request_id = %request_id, "request attached to its job");
+                Some(Submitted {
+                    id,
+                    job_id: self.jobs.wire_id(id),
+                    queue_position: 0,
+                })
+            }
+            Prior::Stale => {
+                tracing::info!(request_id = %request_id, "request id reused: a new job");
+                None
+            }
+            Prior::None => None,
+        }
     }
 
     /// Turns a finished job's result into its AwaitProof response and hands it to waiters.

@@ -106,6 +106,30 @@ async fn the_same_request_attaches_and_a_leaving_caller_cancels_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_same_request_sent_at_once_makes_one_job() {
+    let d = daemon(0);
+    let client = d.client().await;
+    let id = "porep-1000-7";
+    // Parsed concurrently, outside the job table's lock: the first recorded has the job.
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let mut c = client.clone();
+            tokio::spawn(async move { submit(&mut c, slow(id, 3)).await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for c in calls {
+        ids.push(c.await.unwrap());
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "one job for eight identical submissions: {ids:?}");
+    let mut c = client.clone();
+    assert_completed(&wait(&mut c, &ids[0]).await);
+    assert_eq!(jobs_total(&mut c, "succeeded").await, 1);
+    assert_eq!(jobs_total(&mut c, "cancelled").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_retry_within_the_grace_period_reattaches() {
     let d = daemon(120);
     let mut client = d.client().await;

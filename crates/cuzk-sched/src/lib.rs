@@ -57,7 +57,7 @@ pub use registry::{
     CircuitKind, InputError, Instance, LoadError, MissingFile, ReadySetup, Registry, RegistryError,
     Setup, SetupError, Sha256Kind, SyntheticPoRepKind,
 };
-pub use scheduler::{JobHandle, PreloadReport, Scheduler, ShutdownReport};
+pub use scheduler::{JobHandle, Parsed, PreloadReport, Scheduler, ShutdownReport};
 pub use shape::Shape;
 pub use types::{
     Inputs, JobId, JobOutput, JobState, JobStatus, JobTimings, PartitionTimings, Priority, Request,

@@ -14,9 +14,9 @@ use self::job::{Job, PartTimes};
 use self::tasks::Event;
 use crate::config::Resolved;
 use crate::{
-    Backend, ControlError, JobError, JobId, JobOutput, JobStatus, LaneLayout, MemoryStats,
-    MetricsSnapshot, ProveError, Registry, Request, SchedulerConfig, StartError, SubmitError,
-    SynthesisStats,
+    Backend, ControlError, Instance, JobError, JobId, JobOutput, JobStatus, LaneLayout,
+    MemoryStats, MetricsSnapshot, ProveError, Registry, Request, SchedulerConfig, StartError,
+    SubmitError, SynthesisStats,
 };
 use cuzk_mem::{Budget, ReleaseListener};
 use std::fmt;
@@ -80,6 +80,22 @@ pub struct ShutdownReport {
     pub finished_in_grace: usize,
     /// Jobs still unfinished after it, failed with [`JobError::ShutDown`].
     pub stopped: usize,
+}
+
+/// A request its kind has read, ready for [`Scheduler::enqueue`].
+pub struct Parsed {
+    request: Request,
+    instance: Arc<dyn Instance>,
+}
+
+impl fmt::Debug for Parsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parsed")
+            .field("kind", &self.request.kind)
+            .field("circuit_key", &self.instance.circuit_key())
+            .field("partitions", &self.instance.partitions())
+            .finish()
+    }
 }
 
 impl Scheduler {
@@ -174,15 +190,31 @@ impl Scheduler {
 
     /// Accepts a request, or refuses it at once with the reason. Cheap: it reads the
     /// inputs and estimates memory; all proving work happens on the scheduler's threads.
+    /// The same as [`Scheduler::parse`] then [`Scheduler::enqueue`].
     pub fn submit(&self, request: Request) -> Result<JobHandle, SubmitError> {
-        let shared = &self.shared;
-        let instance = match shared.registry.parse(&request.kind, &request.inputs) {
-            Ok(instance) => instance,
+        let parsed = self.parse(request)?;
+        self.enqueue(parsed)
+    }
+
+    /// Reads a request's inputs as its kind does (the part of a submission that can take a
+    /// while: a large C1 decoded and checked), touching no queue: a caller can parse
+    /// outside its own locks and decide afterwards whether to enqueue. A refusal counts as
+    /// an invalid submission.
+    pub fn parse(&self, request: Request) -> Result<Parsed, SubmitError> {
+        match self.shared.registry.parse(&request.kind, &request.inputs) {
+            Ok(instance) => Ok(Parsed { request, instance }),
             Err(e) => {
-                lock(&shared.core).counts.invalid += 1;
-                return Err(e);
+                lock(&self.shared.core).counts.invalid += 1;
+                Err(e)
             }
-        };
+        }
+    }
+
+    /// Queues a parsed request, or refuses it at once (too large for the budget, queue
+    /// full, shutting down). Cheap: it estimates memory and takes the queue's lock once.
+    pub fn enqueue(&self, parsed: Parsed) -> Result<JobHandle, SubmitError> {
+        let shared = &self.shared;
+        let Parsed { request, instance } = parsed;
         let circuit_key = instance.circuit_key();
         // The exact shape once the circuit is set up; the kind's estimate before.
         let shape = match shared.registry.cached(&circuit_key) {
