@@ -27,7 +27,7 @@ pub async fn wait_serving(addr: SocketAddr) -> Result<()> {
             Ok(channel) => {
                 let check = HealthClient::new(channel)
                     .check(HealthCheckRequest {
-                        service: cuzk_daemon::proto::SERVICE_NAME.into(),
+                        service: cuzk_proto::SERVICE_NAME.into(),
                     })
                     .await;
                 match check {

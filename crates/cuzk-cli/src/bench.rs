@@ -9,9 +9,7 @@ use crate::request::RequestSpec;
 use crate::scrape::{GpuUse, Scrape};
 use anyhow::{ensure, Result};
 use clap::Args;
-use cuzk_daemon::proto::{
-    await_proof_response, GetMetricsRequest, ProveRequest, SubmitProofRequest,
-};
+use cuzk_proto::{await_proof_response, GetMetricsRequest, ProveRequest, SubmitProofRequest};
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Connecting to a daemon: its address, the optional bearer token, message limits.
 
 use anyhow::{Context, Result};
-use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
+use cuzk_proto::proving_engine_client::ProvingEngineClient;
 use std::time::Duration;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;

@@ -13,7 +13,7 @@ mod verify;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use client::{parse_duration, Target};
-use cuzk_daemon::proto::{await_proof_response, GetStatusRequest, ProveRequest};
+use cuzk_proto::{await_proof_response, GetStatusRequest, ProveRequest};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -194,7 +194,7 @@ async fn wait_ready(target: &Target, timeout: Duration) -> Result<()> {
             Ok(channel) => {
                 let check = HealthClient::new(channel)
                     .check(HealthCheckRequest {
-                        service: cuzk_daemon::proto::SERVICE_NAME.into(),
+                        service: cuzk_proto::SERVICE_NAME.into(),
                     })
                     .await;
                 match check {
@@ -202,7 +202,7 @@ async fn wait_ready(target: &Target, timeout: Duration) -> Result<()> {
                         emit(&format!(
                             "ready: {} serves {}\n",
                             target.uri,
-                            cuzk_daemon::proto::SERVICE_NAME
+                            cuzk_proto::SERVICE_NAME
                         ));
                         return Ok(());
                     }

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use cuzk_daemon::proto::{Priority, ProofKind, SubmitProofRequest};
+use cuzk_proto::{Priority, ProofKind, SubmitProofRequest};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

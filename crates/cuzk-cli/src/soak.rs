@@ -23,7 +23,7 @@ use crate::client::{parse_duration, Client, Target};
 use crate::scrape::Scrape;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
-use cuzk_daemon::proto::{
+use cuzk_proto::{
     await_proof_response::Status as JobStatus, AwaitProofRequest, AwaitProofResponse,
     CancelProofRequest, GetMetricsRequest, GetStatusRequest, Priority, ProofKind, ProveRequest,
     SubmitProofRequest,

@@ -4,7 +4,7 @@
 use crate::client::Target;
 use crate::emit;
 use anyhow::{Context, Result};
-use cuzk_daemon::proto::{EvictSrsRequest, PreloadSrsRequest};
+use cuzk_proto::{EvictSrsRequest, PreloadSrsRequest};
 
 /// Preloads circuit `id` (`porep-32g`, a `[[preload]]` circuit key, a key already set up).
 pub async fn preload(target: &Target, id: &str) -> Result<()> {

@@ -3,8 +3,8 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use cuzk_circuits::{Sha256Preimage, SyntheticPoRep};
-use cuzk_daemon::proto::{AwaitProofResponse, SubmitProofRequest};
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
+use cuzk_proto::{AwaitProofResponse, SubmitProofRequest};
 
 /// The public inputs of each partition of a built-in circuit's request, as its circuit
 /// computes them.

@@ -272,7 +272,7 @@ pub fn resolve_backend(choice: BackendChoice, probe: Result<usize, String>) -> R
 /// The prover backend for the configuration and the host budget partitions are admitted
 /// against (the host budget less the GPUs' pinned pools).
 fn backend(settings: &Settings, host: u64) -> Result<(Arc<dyn Backend>, Budget), StartError> {
-    let probe = cuzk_cuda::device_count().map_err(|e| e.to_string());
+    let probe = cuzk_gpu::device_count().map_err(|e| e.to_string());
     let reason = match resolve_backend(settings.backend, probe.clone()) {
         Resolved::Cpu(reason) => reason,
         Resolved::Cuda => match gpu_backend(settings, host, probe.unwrap_or(0)) {

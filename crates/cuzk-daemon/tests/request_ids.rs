@@ -122,7 +122,11 @@ async fn the_same_request_sent_at_once_makes_one_job() {
         ids.push(c.await.unwrap());
     }
     ids.dedup();
-    assert_eq!(ids.len(), 1, "one job for eight identical submissions: {ids:?}");
+    assert_eq!(
+        ids.len(),
+        1,
+        "one job for eight identical submissions: {ids:?}"
+    );
     let mut c = client.clone();
     assert_completed(&wait(&mut c, &ids[0]).await);
     assert_eq!(jobs_total(&mut c, "succeeded").await, 1);

@@ -42,3 +42,9 @@ pub use backend::GpuBackend;
 pub use config::{FaultPlan, GpuConfig, ParamgenChoice, DEFAULT_PINNED_IDLE, FAULT_ENV};
 pub use cuzk_groth16::gpu::Residency;
 pub use error::GpuError;
+
+/// The number of CUDA devices the driver reports; an error says why there are none to ask
+/// (no driver, no device, no permission). Loads the driver, builds no context.
+pub fn device_count() -> Result<usize, cuzk_cuda::CudaError> {
+    cuzk_cuda::device_count()
+}

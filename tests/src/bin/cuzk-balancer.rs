@@ -6,12 +6,12 @@
 
 use anyhow::{bail, ensure, Context, Result};
 use cuzk_circuits::Sha256Preimage;
-use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
-use cuzk_daemon::proto::{
-    await_proof_response, AwaitProofResponse, GetStatusRequest, ProveRequest, SubmitProofRequest,
-};
 use cuzk_field::Scalar;
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
+use cuzk_proto::proving_engine_client::ProvingEngineClient;
+use cuzk_proto::{
+    await_proof_response, AwaitProofResponse, GetStatusRequest, ProveRequest, SubmitProofRequest,
+};
 use cuzk_tests::daemon::{connect, wait_serving, READY_TIMEOUT};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;

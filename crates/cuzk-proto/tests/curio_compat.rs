@@ -5,7 +5,7 @@
 //! Curio's is ours, and everything of ours numbered below 100 is Curio's. A field renumbered,
 //! retyped, relabelled or renamed, a method or enum value changed, fails here.
 
-use cuzk_daemon::proto::FILE_DESCRIPTOR_SET;
+use cuzk_proto::FILE_DESCRIPTOR_SET;
 use prost::Message;
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorProto, FileDescriptorSet};
