@@ -10,7 +10,7 @@ use cuzk_cuda::Device;
 use cuzk_filecoin::{
     CachePolicy, CircuitId, DigestCheck, Generator, GpuBackend, ParamCache, Proved, Prover,
 };
-use cuzk_groth16::gpu::GpuProverConfig;
+use cuzk_prover::GpuProverConfig;
 use filecoin_proofs::{
     add_piece, generate_piece_commitment, seal_commit_phase1, seal_commit_phase2,
     seal_pre_commit_phase1, seal_pre_commit_phase2, verify_seal, MerkleTreeTrait, PoRepConfig,

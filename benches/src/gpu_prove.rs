@@ -5,14 +5,14 @@
 use anyhow::{ensure, Context, Result};
 use cuzk_circuits::SyntheticPoRep;
 use cuzk_cuda::Device;
-use cuzk_groth16::gpu::{
-    generate_parameters_gpu_config, DeviceParameters, GpuParamgenConfig, GpuProver,
-    GpuProverConfig, PreparedWitness, ProofTimings, Residency,
-};
 use cuzk_groth16::{
     generate_parameters_with, prepare_verifying_key, verify_proof, PreparedParameters, ToxicWaste,
 };
 use cuzk_mem::{parse_size, Budget};
+use cuzk_prover::{
+    generate_parameters_gpu_config, DeviceParameters, GpuParamgenConfig, GpuProver,
+    GpuProverConfig, PreparedWitness, ProofTimings, Residency,
+};
 use cuzk_synth::synthesize_witness;
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;

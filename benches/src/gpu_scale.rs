@@ -8,12 +8,12 @@
 use anyhow::{ensure, Context, Result};
 use cuzk_circuits::SyntheticPoRep;
 use cuzk_cuda::Device;
-use cuzk_groth16::gpu::{
+use cuzk_groth16::{prepare_verifying_key, verify_proof, PreparedParameters, ToxicWaste};
+use cuzk_mem::parse_size;
+use cuzk_prover::{
     generate_parameters_gpu_config, DeviceParameters, GpuParamgenConfig, GpuProver,
     GpuProverConfig, PreparedWitness,
 };
-use cuzk_groth16::{prepare_verifying_key, verify_proof, PreparedParameters, ToxicWaste};
-use cuzk_mem::parse_size;
 use cuzk_synth::{Density, Pce};
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;

@@ -95,6 +95,20 @@ fn the_cli_is_a_grpc_client_only() {
 }
 
 #[test]
+fn the_reference_prover_is_a_math_crate() {
+    let linked = links("cuzk-groth16");
+    for banned in ["cudarc", "cuzk-cuda", "cuzk-ntt", "cuzk-msm", "cuzk-mem"] {
+        assert!(!linked.contains(banned), "cuzk-groth16 links {banned}");
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/cuzk-groth16/Cargo.toml");
+    let text = std::fs::read_to_string(manifest).expect("reading cuzk-groth16's manifest");
+    assert!(
+        !text.lines().any(|l| l.trim() == "[features]"),
+        "cuzk-groth16 has features again: the GPU prover belongs in cuzk-prover"
+    );
+}
+
+#[test]
 fn the_scheduler_links_no_cuda_code() {
     let linked = links("cuzk-sched");
     for banned in ["cudarc", "cuzk-cuda"] {

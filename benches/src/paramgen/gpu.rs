@@ -4,9 +4,9 @@
 
 use anyhow::{Context, Result};
 use cuzk_cuda::Device;
-use cuzk_groth16::gpu::{generate_parameters_gpu_config, GpuParamgenConfig};
 use cuzk_groth16::{Parameters, ParamgenTimings, ToxicWaste};
 use cuzk_msm::gpu::FixedBaseEngine;
+use cuzk_prover::{generate_parameters_gpu_config, GpuParamgenConfig};
 use cuzk_synth::Pce;
 
 /// The GPU options of `cuzk-bench paramgen`.

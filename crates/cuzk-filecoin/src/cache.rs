@@ -19,7 +19,7 @@
 //! it; otherwise it is refused unless digest checks are skipped explicitly.
 
 use crate::adapter::Sequential;
-use crate::error::{Error, ProofKind, Result};
+use crate::error::{BackendError, Error, ProofKind, Result};
 use crate::progress::Ticker;
 use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
@@ -102,7 +102,7 @@ pub enum Generator {
     /// cuzk's CPU generator (`cuzk_groth16::generate_parameters`).
     #[default]
     Cpu,
-    /// cuzk's GPU generator (`cuzk_groth16::gpu::generate_parameters_gpu`) on the CUDA device
+    /// cuzk's GPU generator (`cuzk_prover::generate_parameters_gpu`) on the CUDA device
     /// of this ordinal: the same parameters for the same toxic waste, the query points
     /// multiplied on the device (2^27 constraints in under a minute on an H200).
     #[cfg(feature = "cuda")]
@@ -456,14 +456,16 @@ impl ParamCache {
 }
 
 /// Fresh random parameters for the PCE's circuit from the given generator.
-fn generate_with(generator: Generator, pce: &Pce) -> cuzk_groth16::Result<Parameters> {
+fn generate_with(generator: Generator, pce: &Pce) -> Result<Parameters, BackendError> {
     let mut rng = rand::rngs::OsRng;
     match generator {
-        Generator::Cpu => cuzk_groth16::generate_parameters(pce, &mut rng),
+        Generator::Cpu => Ok(cuzk_groth16::generate_parameters(pce, &mut rng)?),
         #[cfg(feature = "cuda")]
         Generator::Gpu { device } => {
             let device = cuzk_cuda::Device::open(device)?;
-            cuzk_groth16::gpu::generate_parameters_gpu_random(&device, pce, &mut rng)
+            Ok(cuzk_prover::generate_parameters_gpu_random(
+                &device, pce, &mut rng,
+            )?)
         }
     }
 }

@@ -323,9 +323,9 @@ pub enum Error {
     Generate {
         /// The circuit (cache id).
         circuit: String,
-        /// Why.
+        /// Why (the generator's error: the CPU reference's, or the GPU's).
         #[source]
-        source: cuzk_groth16::Error,
+        source: BackendError,
     },
 
     /// Recording a circuit's PCE failed.

@@ -6,8 +6,8 @@ use crate::backend::PartitionProver;
 use crate::error::BackendError;
 use cuzk_cuda::Device;
 use cuzk_field::Scalar;
-use cuzk_groth16::gpu::{DeviceParameters, GpuProver, GpuProverConfig, ProofTimings};
 use cuzk_groth16::{PreparedParameters, Proof};
+use cuzk_prover::{DeviceParameters, GpuProver, GpuProverConfig, ProofTimings};
 use cuzk_synth::{Density, Pce, Witness};
 use std::collections::HashMap;
 use std::fmt;
@@ -77,14 +77,14 @@ fn key(params: &Arc<PreparedParameters>) -> usize {
 impl GpuBackend {
     /// A backend on CUDA device `ordinal` with the prover's default configuration (parameters
     /// resident when they fit the free VRAM, the device to itself).
-    pub fn open(ordinal: usize) -> cuzk_groth16::Result<Self> {
+    pub fn open(ordinal: usize) -> cuzk_prover::Result<Self> {
         let device = Device::open(ordinal)?;
         Self::new(&device, GpuProverConfig::default())
     }
 
     /// A backend on `device` with the given prover configuration (a VRAM budget shared with
     /// other users of the device, a residency policy, a pinned pool, …).
-    pub fn new(device: &Device, config: GpuProverConfig) -> cuzk_groth16::Result<Self> {
+    pub fn new(device: &Device, config: GpuProverConfig) -> cuzk_prover::Result<Self> {
         let prover = GpuProver::new(device, config)?;
         tracing::info!(device = device.ordinal(), "GPU backend ready");
         Ok(GpuBackend {
@@ -128,7 +128,7 @@ impl GpuBackend {
 
     /// Places `params` on the device ahead of the first proof (the first proof does it
     /// otherwise); returns whether they are resident.
-    pub fn load(&self, params: &Arc<PreparedParameters>) -> cuzk_groth16::Result<bool> {
+    pub fn load(&self, params: &Arc<PreparedParameters>) -> cuzk_prover::Result<bool> {
         Ok(self.place(params)?.device.is_resident())
     }
 
@@ -141,7 +141,7 @@ impl GpuBackend {
 
     /// The device copy of `params`, placed on first use. Concurrent first uses of one circuit
     /// wait for one placement; other circuits are not held up.
-    fn place(&self, params: &Arc<PreparedParameters>) -> cuzk_groth16::Result<Arc<Placed>> {
+    fn place(&self, params: &Arc<PreparedParameters>) -> cuzk_prover::Result<Arc<Placed>> {
         let slot = {
             let mut slots = lock(&self.slots);
             // Parameters no one else holds any more (an evicted circuit) leave the device.

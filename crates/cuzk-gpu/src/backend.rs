@@ -6,9 +6,9 @@ use crate::sizes;
 use crate::sweeper::Sweeper;
 use crate::{FaultPlan, GpuConfig, GpuError, ParamgenChoice};
 use cuzk_field::Scalar;
-use cuzk_groth16::gpu::PreparedWitness;
 use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_mem::VramBudget;
+use cuzk_prover::PreparedWitness;
 use cuzk_sched::{
     Backend, BackendError, DeviceStats, EvictReport, Lane, LaneLayout, LoadReport,
     ParameterGenerator, PrepareInput, Prepared, ProveInput, ProvePreparedInput, Setup, Shape,

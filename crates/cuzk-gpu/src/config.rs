@@ -2,8 +2,8 @@
 //! the test-only fault plan.
 
 use crate::GpuError;
-use cuzk_groth16::gpu::Residency;
 use cuzk_mem::VramPolicy;
+use cuzk_prover::Residency;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

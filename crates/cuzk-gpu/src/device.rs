@@ -5,12 +5,12 @@ use crate::residency::{needed_bytes, place, Placed, Wanted};
 use crate::sizes::{self, Queries};
 use crate::{GpuConfig, GpuError};
 use cuzk_cuda::Device;
-use cuzk_groth16::gpu::PreparedWitness;
-use cuzk_groth16::gpu::{
-    DeviceParameters, DeviceQueries, GpuProver, GpuProverConfig, ProofTimings, Residency,
-};
 use cuzk_groth16::{Parameters, PreparedParameters};
 use cuzk_mem::{Bytes, PinnedPool, Reservation, VramBudget};
+use cuzk_prover::PreparedWitness;
+use cuzk_prover::{
+    DeviceParameters, DeviceQueries, GpuProver, GpuProverConfig, ProofTimings, Residency,
+};
 use cuzk_sched::{DeviceParameterStats, DeviceStats, MemoryStats};
 use cuzk_synth::{Density, Pce, Witness};
 use std::collections::HashMap;

@@ -46,7 +46,7 @@ pub enum GpuError {
     /// The GPU prover failed (shape mismatch, unsatisfied constraint, a kernel, VRAM).
     /// Boxed: the prover's error is large and this one travels in every result.
     #[error(transparent)]
-    Prover(Box<cuzk_groth16::Error>),
+    Prover(Box<cuzk_prover::Error>),
 
     /// Device `ordinal` has no room for the parameters of `circuit_key`, even streamed:
     /// `needed` bytes (pinned parameters and one proof's working set) of a `capacity`-byte
@@ -126,22 +126,36 @@ pub enum GpuError {
     },
 }
 
-impl From<cuzk_groth16::Error> for GpuError {
-    fn from(e: cuzk_groth16::Error) -> Self {
+impl From<cuzk_prover::Error> for GpuError {
+    fn from(e: cuzk_prover::Error) -> Self {
         GpuError::Prover(Box::new(e))
     }
 }
 
+impl From<cuzk_groth16::Error> for GpuError {
+    fn from(e: cuzk_groth16::Error) -> Self {
+        GpuError::Prover(Box::new(e.into()))
+    }
+}
+
 impl GpuError {
-    /// The scheduler's form: prover errors stay typed, the rest name the device.
+    /// The scheduler's form: the reference's errors (the inputs' fault: a shape, an
+    /// unsatisfied constraint) stay typed, the rest name the device.
     pub(crate) fn into_backend(self, device: usize) -> BackendError {
         match self {
-            GpuError::Prover(e) => BackendError::Prover(e),
-            other => BackendError::Device {
-                backend: crate::backend::NAME.to_string(),
-                device,
-                source: Box::new(other),
+            GpuError::Prover(e) => match *e {
+                cuzk_prover::Error::Groth16(e) => BackendError::Prover(Box::new(e)),
+                other => GpuError::Prover(Box::new(other)).on_device(device),
             },
+            other => other.on_device(device),
+        }
+    }
+
+    fn on_device(self, device: usize) -> BackendError {
+        BackendError::Device {
+            backend: crate::backend::NAME.to_string(),
+            device,
+            source: Box::new(self),
         }
     }
 

@@ -1,5 +1,5 @@
 //! The CUDA backend of the cuzk scheduler: [`GpuBackend`] implements `cuzk_sched::Backend`
-//! with cuzk-groth16's GPU prover.
+//! with cuzk-prover's GPU prover.
 //!
 //! ```text
 //!                     ┌ device 0: VramBudget (one ledger) ──────────────────────────────┐
@@ -11,7 +11,7 @@
 //!                     ┌ device 1: the same ───────────────────────────────────────────────┐
 //! ```
 //!
-//! - Lanes: `workers_per_device` [`cuzk_groth16::gpu::GpuProver`]s per device, each with its
+//! - Lanes: `workers_per_device` [`cuzk_prover::GpuProver`]s per device, each with its
 //!   own streams. The lanes of a device share one `VramBudget`: every proof reserves its
 //!   working set from it before allocating, resident parameters hold their bytes, so the lanes
 //!   together never exceed it.
@@ -40,7 +40,7 @@ mod sweeper;
 
 pub use backend::GpuBackend;
 pub use config::{FaultPlan, GpuConfig, ParamgenChoice, DEFAULT_PINNED_IDLE, FAULT_ENV};
-pub use cuzk_groth16::gpu::Residency;
+pub use cuzk_prover::Residency;
 pub use error::GpuError;
 
 /// The number of CUDA devices the driver reports; an error says why there are none to ask

@@ -5,9 +5,9 @@
 use crate::backend::Inner;
 use crate::sizes::{self, Queries};
 use crate::GpuError;
-use cuzk_groth16::gpu::{generate_parameters_gpu_config, GpuParamgenConfig};
 use cuzk_groth16::{Parameters, ToxicWaste};
 use cuzk_mem::Bytes;
+use cuzk_prover::{generate_parameters_gpu_config, GpuParamgenConfig};
 use cuzk_sched::{BackendError, ParameterGenerator};
 use cuzk_synth::Pce;
 use std::sync::Arc;
@@ -71,7 +71,7 @@ impl ParameterGenerator for GpuParamgen {
         let made = generate_parameters_gpu_config(&device.device, pce, &toxic, &config);
         // Its buffers are freed in stream order: wait before giving any bytes back.
         let synced = device.device.synchronize();
-        let generated = made?;
+        let generated = made.map_err(|e| fail(e.into()))?;
         synced.map_err(|e| fail(GpuError::cuda(ordinal)(e)))?;
         let mut kept = false;
         if let Some(queries) = generated.on_device {

@@ -9,7 +9,7 @@
 //! unpinned parameters of other circuits are evicted (least recently used first) until it
 //! does, and failing that the circuit is streamed, under the same rule.
 
-use cuzk_groth16::gpu::Residency;
+use cuzk_prover::Residency;
 use std::time::Instant;
 
 /// A circuit already placed on the device.

@@ -7,9 +7,9 @@
 use cuzk_cuda::Device;
 use cuzk_gpu::sizes::{self, Queries};
 use cuzk_gpu::{FaultPlan, GpuBackend, GpuConfig, ParamgenChoice};
-use cuzk_groth16::gpu::Residency;
 use cuzk_groth16::{prepare_verifying_key, verify_proof};
 use cuzk_mem::{Budget, DriverSampler, VramPolicy};
+use cuzk_prover::Residency;
 use cuzk_sched::{
     Backend, BackendError, Inputs, JobError, JobOutput, ProveError, Registry, Request, Scheduler,
     SchedulerConfig,

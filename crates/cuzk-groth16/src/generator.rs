@@ -141,7 +141,7 @@ pub(crate) fn ms(d: Duration) -> f64 {
 
 /// Every scalar a parameter set multiplies a generator by: the verifying key's, then per
 /// query in file order. Both generators (CPU and GPU) multiply exactly these.
-pub(crate) struct GeneratorScalars {
+pub struct GeneratorScalars {
     /// The toxic waste, for the verifying key's points.
     pub toxic: ToxicWaste,
     /// H: `τ^i·Z(τ)/δ` for `i < n − 1`.
@@ -156,6 +156,19 @@ pub(crate) struct GeneratorScalars {
     pub b: Vec<Scalar>,
     /// How long each phase took.
     pub phases: Vec<(&'static str, Duration)>,
+}
+
+// Lengths only: the toxic waste stays out of logs.
+impl std::fmt::Debug for GeneratorScalars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneratorScalars")
+            .field("h", &self.h.len())
+            .field("ic", &self.ic.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b", &self.b.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Times phases of the scalar computation, logging each.
@@ -184,7 +197,7 @@ impl Phases {
 impl GeneratorScalars {
     /// Evaluates the PCE's QAP at τ and forms every query's scalars, checking the circuit
     /// and the toxic waste on the way (the errors of [`generate_parameters_with`]).
-    pub(crate) fn compute(pce: &Pce, toxic: &ToxicWaste) -> Result<Self> {
+    pub fn compute(pce: &Pce, toxic: &ToxicWaste) -> Result<Self> {
         let ToxicWaste {
             tau,
             alpha,
@@ -260,12 +273,12 @@ impl GeneratorScalars {
     }
 
     /// Scalars multiplied in G1 (the verifying key's three included).
-    pub(crate) fn g1_len(&self) -> usize {
+    pub fn g1_len(&self) -> usize {
         3 + self.h.len() + self.ic.len() + self.l.len() + self.a.len() + self.b.len()
     }
 
     /// The verifying key around the IC points.
-    pub(crate) fn verifying_key(&self, ic: Vec<G1Affine>) -> VerifyingKey {
+    pub fn verifying_key(&self, ic: Vec<G1Affine>) -> VerifyingKey {
         let ToxicWaste {
             alpha,
             beta,

@@ -24,17 +24,24 @@ fn expect(what: &'static str, expected: usize, found: usize) -> Result<()> {
 /// The sizes of a parameter set's queries: all the checks need, so that provers whose
 /// points live elsewhere (on a device) check the same way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Shape {
+pub struct Shape {
+    /// Points of the verifying key's IC (one per public input, the constant included).
     pub ic: usize,
+    /// Points of the H query (the domain size less one).
     pub h: usize,
+    /// Points of the L query (one per aux variable).
     pub l: usize,
+    /// Points of the A query (the variables A uses).
     pub a: usize,
+    /// Points of the G1 B query (the variables B uses).
     pub b_g1: usize,
+    /// Points of the G2 B query.
     pub b_g2: usize,
 }
 
 impl Shape {
-    pub(crate) fn of(params: &PreparedParameters) -> Shape {
+    /// The shape of a prepared parameter set.
+    pub fn of(params: &PreparedParameters) -> Shape {
         Shape {
             ic: params.vk().ic.len(),
             h: params.h().len(),
@@ -47,7 +54,7 @@ impl Shape {
 }
 
 /// Checks the witness's assignment sizes and constant against the parameters.
-pub(crate) fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -> Result<()> {
+pub fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -> Result<()> {
     let ic = params.ic;
     if inputs.len() != ic {
         return Err(Error::WrongInputCount {
@@ -67,7 +74,7 @@ pub(crate) fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -
 
 /// Checks the densities and the row count against the parameters' queries; returns log2 of
 /// the evaluation domain's size.
-pub(crate) fn check_queries(
+pub fn check_queries(
     params: &Shape,
     num_inputs: usize,
     num_aux: usize,
@@ -121,7 +128,7 @@ pub(crate) fn check_satisfied(eval: &Evaluations, num_rows: usize) -> Result<()>
 }
 
 /// Refuses a key whose δ is the identity: such a key lets anyone forge (a subverted setup).
-pub(crate) fn check_delta(delta_g1: &G1Affine, delta_g2: &G2Affine) -> Result<()> {
+pub fn check_delta(delta_g1: &G1Affine, delta_g2: &G2Affine) -> Result<()> {
     use crate::error::{PointError, Section};
     for (identity, section) in [
         (bool::from(delta_g1.is_identity()), Section::DeltaG1),

@@ -16,7 +16,7 @@ use crate::params::{PreparedParameters, VerifyingKey};
 use crate::proof::Proof;
 use bellpepper_core::Circuit;
 use checks::check_satisfied;
-pub(crate) use checks::{check_delta, check_queries, check_witness, Shape};
+pub use checks::{check_delta, check_queries, check_witness, Shape};
 use cuzk_field::{Curve, Field, G1Projective, G2Projective, Scalar};
 use cuzk_synth::{
     synthesize_full, synthesize_witness, Density, Evaluations, FullSynthesis, Pce, Witness,
@@ -207,18 +207,24 @@ fn prove_core(
 }
 
 /// The five MSM results of one proof.
-pub(crate) struct Sums {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sums {
+    /// Σ hᵢ·Hᵢ.
     pub h: G1Projective,
+    /// Σ auxᵢ·Lᵢ.
     pub l: G1Projective,
+    /// Σ wᵢ·Aᵢ over A's density.
     pub a: G1Projective,
+    /// Σ wᵢ·Bᵢ in G1 over B's density.
     pub b_g1: G1Projective,
+    /// Σ wᵢ·Bᵢ in G2 over B's density.
     pub b_g2: G2Projective,
 }
 
 /// The proof from the MSM results and the randomness, as bellperson assembles it:
 /// A = α + ΣA + rδ;  B = β + ΣB + sδ;
 /// C = s·A + r·B_G1 − rs·δ + L + H, expanded as s·ΣA + r·ΣB_G1 + rs·δ + s·α + r·β + L + H.
-pub(crate) fn assemble(vk: &VerifyingKey, sums: &Sums, r: Scalar, s: Scalar) -> Proof {
+pub fn assemble(vk: &VerifyingKey, sums: &Sums, r: Scalar, s: Scalar) -> Proof {
     let g_a = sums.a + vk.alpha_g1 + vk.delta_g1 * r;
     let g_b = sums.b_g2 + vk.beta_g2 + vk.delta_g2 * s;
     let g_c = sums.a * s

@@ -271,8 +271,8 @@ pub trait Backend: Send + Sync + 'static {
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The Groth16 prover rejected its inputs (a shape or parameter mismatch, an
-    /// unsatisfied constraint) or failed; the error names the offending value. Boxed: with
-    /// its GPU variants the prover's error is large, and this one travels in every result.
+    /// unsatisfied constraint) or failed; the error names the offending value. Boxed: this
+    /// one travels in every result. A device's own failures are [`BackendError::Device`].
     #[error(transparent)]
     Prover(Box<cuzk_groth16::Error>),
 

@@ -10,15 +10,14 @@
 //! Parameters streamed (they do not fit the VRAM budget): upload a, b, c → H step → h back to
 //! pinned memory, the a/b/c buffers freed → every MSM with its bases copied in chunks.
 
-use super::params::{DeviceParameters, Queries, Residency, Store};
-use super::prep::{prepare, PreparedWitness};
-use super::stage::{HostPoint, Stager, STAGE_BYTES};
 use crate::error::{Error, Result};
-use crate::params::PreparedParameters;
-use crate::proof::Proof;
-use crate::prover::{assemble, check_delta, Sums};
+use crate::params::{DeviceParameters, Queries, Residency, Store};
+use crate::prep::{prepare, PreparedWitness};
+use crate::stage::{HostPoint, Stager, STAGE_BYTES};
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
+use cuzk_groth16::parts::{assemble, check_delta, Sums};
+use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_mem::{Budget, MemInfo, PinnedPool, PooledPinned, Reservation};
 use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars};
 use cuzk_msm::{MsmCurve, G1, G2};
@@ -308,11 +307,11 @@ impl GpuProver {
         randomness: &[(Scalar, Scalar)],
     ) -> Result<Vec<(Proof, ProofTimings)>> {
         if witnesses.len() != randomness.len() {
-            return Err(Error::ShapeMismatch {
-                what: "randomness pairs for the batch",
-                expected: witnesses.len(),
-                found: randomness.len(),
-            });
+            return Err(Error::shape(
+                "randomness pairs for the batch",
+                witnesses.len(),
+                randomness.len(),
+            ));
         }
         let in_batch = |index: usize| {
             move |e: Error| Error::InBatch {
@@ -359,11 +358,11 @@ impl GpuProver {
             return Err(Error::wrong_device(params.ordinal, self.device.ordinal()));
         }
         if params.shape != prepared.shape {
-            return Err(Error::ShapeMismatch {
-                what: "query sizes of the parameters the witness was prepared for",
-                expected: params.shape.l,
-                found: prepared.shape.l,
-            });
+            return Err(Error::shape(
+                "query sizes of the parameters the witness was prepared for",
+                params.shape.l,
+                prepared.shape.l,
+            ));
         }
         let vk = params.vk();
         check_delta(&vk.delta_g1, &vk.delta_g2)?;

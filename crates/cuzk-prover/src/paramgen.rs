@@ -9,15 +9,15 @@
 //! and points are on the device at once (all points, when they are kept there for a prover).
 //! Every query is spot-checked against multiplications on the host.
 
-use crate::error::{Error, Result, Section};
-use crate::generator::{ms, GeneratorScalars, ParamgenTimings, ToxicWaste};
-use crate::params::Parameters;
+use crate::error::{ms, Error, Result};
 use blst::blst_fp;
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream};
 use cuzk_field::{
     Curve, Fp, Fp2, FpRepr, FrRepr, G1Affine, G1AffineRepr, G2Affine, G2AffineRepr,
     PrimeCurveAffine, Scalar,
 };
+use cuzk_groth16::parts::GeneratorScalars;
+use cuzk_groth16::{Parameters, ParamgenTimings, Section, ToxicWaste};
 use cuzk_msm::gpu::{Bases, FixedBaseEngine, FixedBaseTable};
 use cuzk_msm::{MsmCurve, G1, G2};
 use cuzk_synth::Pce;

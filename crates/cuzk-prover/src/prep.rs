@@ -5,8 +5,8 @@
 //! proof pays for pinning or freeing.
 
 use crate::error::{Error, Result};
-use crate::prover::{check_queries, check_witness, Shape};
 use cuzk_field::{FrRepr, Scalar};
+use cuzk_groth16::parts::{check_queries, check_witness, Shape};
 use cuzk_mem::{PinnedPool, PooledPinned};
 use cuzk_synth::{Bitmap, Density, Pce, Witness};
 use rayon::prelude::*;
@@ -94,11 +94,11 @@ pub(crate) fn prepare(
 ) -> Result<PreparedWitness> {
     check_witness(shape, &witness.inputs, &witness.aux)?;
     if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
-        return Err(Error::ShapeMismatch {
-            what: "PCE variables (inputs + aux)",
-            expected: witness.inputs.len() + witness.aux.len(),
-            found: pce.num_inputs + pce.num_aux,
-        });
+        return Err(Error::shape(
+            "PCE variables (inputs + aux)",
+            witness.inputs.len() + witness.aux.len(),
+            pce.num_inputs + pce.num_aux,
+        ));
     }
     let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
     let lengths = Lengths {
@@ -122,8 +122,10 @@ pub(crate) fn prepare(
     };
     if let Err(e) = evaluated {
         return Err(match e {
-            cuzk_synth::SynthError::Unsatisfied { index, .. } => Error::Unsatisfied { row: index },
-            other => Error::Synthesis(other),
+            cuzk_synth::SynthError::Unsatisfied { index, .. } => {
+                cuzk_groth16::Error::Unsatisfied { row: index }.into()
+            }
+            other => other.into(),
         });
     }
     let eval_ms = start.elapsed().as_secs_f64() * 1e3;

@@ -2,11 +2,11 @@
 //! every proof, or (when they do not fit the VRAM budget) kept on the host and streamed
 //! through the device in chunks by each MSM.
 
-use super::stage::{HostPoint, Stager};
 use crate::error::{Error, Result};
-use crate::params::{PreparedParameters, VerifyingKey};
-use crate::prover::Shape;
+use crate::stage::{HostPoint, Stager};
 use cuzk_cuda::{Device, Stream};
+use cuzk_groth16::parts::Shape;
+use cuzk_groth16::{PreparedParameters, VerifyingKey};
 use cuzk_mem::{Budget, Reservation};
 use cuzk_msm::gpu::Bases;
 use cuzk_msm::{MsmCurve, G1, G2};
@@ -24,7 +24,7 @@ pub(crate) enum Store {
 }
 
 /// The five queries on the device (H padded with the identity to the domain size).
-pub(crate) use super::paramgen::DeviceQueries as Queries;
+pub(crate) use crate::paramgen::DeviceQueries as Queries;
 
 /// How to place parameters on a device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,7 +131,7 @@ impl DeviceParameters {
     /// in it for as long as they stay resident.
     pub fn adopt(
         device: &Device,
-        params: &crate::Parameters,
+        params: &cuzk_groth16::Parameters,
         queries: Queries,
         budget: Option<&Budget>,
     ) -> Result<Self> {
@@ -153,11 +153,7 @@ impl DeviceParameters {
         for (found, expected) in lens {
             // Empty queries keep one spare point on the device.
             if found != expected && !(expected == 0 && found <= 1) {
-                return Err(Error::ShapeMismatch {
-                    what: "device query size",
-                    expected,
-                    found,
-                });
+                return Err(Error::shape("device query size", expected, found));
             }
         }
         let reservation = budget

@@ -3,10 +3,9 @@
 //! for file. Every assertion names the group, window, points per thread and scalar.
 
 use super::*;
-use crate::generator::generate_parameters_with;
-use crate::Parameters;
 use cuzk_circuits::{Sha256Preimage, SyntheticPoRep};
 use cuzk_field::{Field, G1Projective, G2Projective, Group};
+use cuzk_groth16::{generate_parameters_with, Parameters};
 use cuzk_msm::gpu::{FixedBaseEngine, FIXED_MAX_BITS, FIXED_MIN_BITS};
 use cuzk_synth::testing::RandomCircuit;
 use cuzk_synth::Csr;
@@ -356,7 +355,7 @@ fn gpu_generate_refuses_what_the_cpu_refuses() {
     toxic.delta = Scalar::ZERO;
     assert!(matches!(
         generate_parameters_gpu(device(), &pce, &toxic),
-        Err(Error::DegenerateToxicWaste(_))
+        Err(Error::Groth16(cuzk_groth16::Error::DegenerateToxicWaste(_)))
     ));
     let bad = GpuParamgenConfig {
         points_per_thread: Some(17),

@@ -1,0 +1,29 @@
+//! The Groth16 prover of cuzk on a CUDA device, over the CPU reference of `cuzk-groth16`
+//! (whose checks, proof assembly and generator scalars it uses, so that both give the same
+//! proof for the same randomness):
+//!
+//! - [`DeviceParameters`] place a parameter set on a device, resident in VRAM or streamed
+//!   from pinned host memory ([`Residency`]).
+//! - [`GpuProver`] proves one witness ([`GpuProver::prove`]) or a batch, with the H step
+//!   (iNTT, coset NTT, (a·b − c)/Z, coset iNTT) and the five MSMs on the device;
+//!   [`PreparedWitness`] is the CPU half of a proof, made while the device proves another.
+//! - [`generate_parameters_gpu`] and its variants make parameters with the fixed-base
+//!   multiplications on the device, equal to the CPU generator's for the same toxic waste.
+//!
+//! Errors are [`Error`]: the reference's checks ([`Error::Groth16`]) or the device's.
+
+mod error;
+mod paramgen;
+mod params;
+mod prep;
+mod prover;
+mod stage;
+
+pub use error::{Error, Result};
+pub use paramgen::{
+    generate_parameters_gpu, generate_parameters_gpu_config, generate_parameters_gpu_random,
+    DeviceQueries, GpuGenerated, GpuParamgenConfig,
+};
+pub use params::{DeviceParameters, Residency};
+pub use prep::PreparedWitness;
+pub use prover::{GpuProver, GpuProverConfig, ProofTimings};
