@@ -3,7 +3,8 @@
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale`,
-//! `run-filecoin` and `run-soak` scripts.
+//! `run-filecoin`, `run-soak` and `run-example` scripts, and the bellperson user's example
+//! (`examples/bellperson-prove`, built as the outside project it is).
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
 use crate::util::{project_root, step};
@@ -25,6 +26,7 @@ const RUN_SWEEP: &str = include_str!("../bundle/run-sweep");
 const RUN_SCALE: &str = include_str!("../bundle/run-scale");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
 const RUN_SOAK: &str = include_str!("../bundle/run-soak");
+const RUN_EXAMPLE: &str = include_str!("../bundle/run-example");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 
@@ -49,6 +51,8 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     let bench = bench_binary()?;
     step("release daemon and command line");
     let service = service_binaries()?;
+    step("release bellperson-prove example");
+    let example = example_binary()?;
 
     let dir = target_dir().join("bundle");
     step(&format!("assembling {}", dir.display()));
@@ -63,6 +67,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         install_packed(exe, &dir.join("tests").join(name))?;
     }
     install_packed(&bench, &dir.join("bin/cuzk-bench"))?;
+    install_packed(&example, &dir.join("bin/bellperson-prove"))?;
     for (name, exe) in &service {
         install_binary(exe, &dir.join("bin").join(name))?;
     }
@@ -73,6 +78,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-scale"), RUN_SCALE)?;
     write_script(&dir.join("run-filecoin"), RUN_FILECOIN)?;
     write_script(&dir.join("run-soak"), RUN_SOAK)?;
+    write_script(&dir.join("run-example"), RUN_EXAMPLE)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -88,7 +94,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu]",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR",
         dir.display()
     );
     Ok(dir)
@@ -245,6 +251,24 @@ fn service_binaries() -> Result<Vec<(String, PathBuf)>> {
         .collect()
 }
 
+/// Builds `examples/bellperson-prove` in release, on its own (outside the workspace, as a
+/// user's project builds), in `target/examples`.
+fn example_binary() -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = project_root();
+    let target = root.join("target/examples");
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--quiet"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(root.join("examples/bellperson-prove"))
+        .status()
+        .context("running cargo for examples/bellperson-prove")?;
+    if !status.success() {
+        bail!("building examples/bellperson-prove failed with {status}");
+    }
+    Ok(target.join("release/bellperson-prove"))
+}
+
 fn bench_features() -> Result<Vec<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
@@ -365,6 +389,7 @@ mod tests {
             RUN_SCALE,
             RUN_FILECOIN,
             RUN_SOAK,
+            RUN_EXAMPLE,
         ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
@@ -381,6 +406,10 @@ mod tests {
         // Its PoRep inputs are made, and its PoRep proofs checked, by the bundled cuzk-bench.
         assert!(RUN_SOAK.contains("soak-c1 make") && RUN_SOAK.contains("soak-c1 verify"));
         assert!(RUN_SWEEP.contains("16777214"));
+        // The example must have proved on the GPU.
+        assert!(
+            RUN_EXAMPLE.contains("bin/bellperson-prove") && RUN_EXAMPLE.contains("CUDA device")
+        );
         // A packed binary's wrapper runs the unpacked binary with the same arguments.
         assert!(PACKED_WRAPPER.starts_with("#!/usr/bin/env bash\n"));
         assert!(PACKED_WRAPPER.contains("exec -a \"$0\" \"$REAL\" \"$@\""));

@@ -2,6 +2,7 @@
 //! parameters) and the device's.
 
 use cuzk_groth16::Section;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Shorthand for results of this crate.
@@ -48,6 +49,27 @@ pub enum Error {
         /// The query holding the point.
         section: Section,
         /// Index of the point within its query.
+        index: usize,
+    },
+
+    /// A parameter file could not be read or decoded.
+    #[error("parameters {}: {source}", path.display())]
+    Parameters {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: cuzk_groth16::Error,
+    },
+
+    /// Proof `index` (of the call's batch) did not verify against the verifying key and
+    /// the witness's public inputs: the circuit is not the one the parameters were made
+    /// for, or the parameters are not a consistent set. The proof is not returned.
+    #[error(
+        "proof {index} did not verify: the circuit is not the one these parameters were made          for, or the parameters are inconsistent"
+    )]
+    Invalid {
+        /// Position of the proof in the call's batch.
         index: usize,
     },
 

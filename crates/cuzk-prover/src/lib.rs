@@ -10,9 +10,17 @@
 //! - [`generate_parameters_gpu`] and its variants make parameters with the fixed-base
 //!   multiplications on the device, equal to the CPU generator's for the same toxic waste.
 //!
+//! - [`Prover`] is the one-call form for any bellpepper circuit:
+//!   `Prover::new().create_random_proof(circuit, params, &mut rng)` records and caches the
+//!   circuit, places its parameters once, draws r and s, verifies the proof before returning
+//!   it, and proves on the CPU when there is no GPU. `params` is a parameter file, cuzk's
+//!   [`cuzk_groth16::Parameters`] or, with the `bellperson` feature, bellperson's
+//!   `Parameters<Bls12>` (and then the proof is bellperson's too).
+//!
 //! Errors are [`Error`]: the reference's checks ([`Error::Groth16`]) or the device's.
 
 mod error;
+mod one_call;
 mod paramgen;
 mod params;
 mod prep;
@@ -20,6 +28,7 @@ mod prover;
 mod stage;
 
 pub use error::{Error, Result};
+pub use one_call::{Circuit, ParameterSource, Prover};
 pub use paramgen::{
     generate_parameters_gpu, generate_parameters_gpu_config, generate_parameters_gpu_random,
     DeviceQueries, GpuGenerated, GpuParamgenConfig,

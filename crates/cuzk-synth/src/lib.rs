@@ -30,6 +30,7 @@ mod check;
 mod error;
 mod full;
 mod lc;
+mod paired;
 mod pce;
 mod record;
 #[cfg(feature = "testing")]

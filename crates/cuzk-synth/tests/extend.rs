@@ -115,6 +115,11 @@ fn extend_matches_the_sequential_form() {
         let w = synthesize_witness(ext.clone()).unwrap();
         assert_eq!(w, full.witness);
         assert_eq!(w, synthesize_witness(seq).unwrap());
+        assert_eq!(
+            Pce::record_with_witness(ext.clone()).unwrap(),
+            (pce.clone(), w.clone()),
+            "{parts} parts, recorded and synthesized in one run"
+        );
         assert_eq!(pce.synthesize_witness(ext).unwrap(), w);
         assert_eq!(pce.evaluate(&w).unwrap(), full.eval);
         assert_eq!(pce.density(), full.density);

@@ -18,6 +18,10 @@ fn agree(circuit: &RandomCircuit) -> Result<(), TestCaseError> {
 
     let w = synthesize_witness(circuit.clone()).unwrap();
     prop_assert_eq!(&w, &full.witness);
+    // Recorded and synthesized in one run: the same matrices and witness.
+    let (pce_once, w_once) = Pce::record_with_witness(circuit.clone()).unwrap();
+    prop_assert_eq!(&pce_once, &pce);
+    prop_assert_eq!(&w_once, &w);
     prop_assert_eq!(&w.inputs[1..], circuit.public_inputs());
     prop_assert_eq!(&pce.synthesize_witness(circuit.clone()).unwrap(), &w);
     // In the memory of an earlier witness, larger or smaller, junk values included: the same.

@@ -7,6 +7,7 @@ mod file;
 
 pub use file::{MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 
+use crate::paired::PairedCs;
 use crate::record::RecordingCs;
 use crate::{Bitmap, Density, SynthError, Witness, WitnessCs};
 use bellpepper_core::Circuit;
@@ -402,6 +403,20 @@ impl Pce {
     /// Number of variables (columns): inputs plus aux.
     pub fn num_vars(&self) -> usize {
         self.num_inputs + self.num_aux
+    }
+
+    /// Records the circuit and synthesizes its witness in one run, for a circuit seen for
+    /// the first time: the same PCE as [`Pce::record`] and the same witness as
+    /// [`crate::synthesize_witness`], every value computed once.
+    pub fn record_with_witness<C: Circuit<Scalar>>(
+        circuit: C,
+    ) -> Result<(Pce, Witness), SynthError> {
+        let mut cs = PairedCs::with_one();
+        circuit.synthesize(&mut cs)?;
+        let pce = cs.record.finish()?;
+        let witness = cs.witness.into_witness();
+        pce.check_witness_shape(&witness)?;
+        Ok((pce, witness))
     }
 
     /// Runs the circuit on a witness-only constraint system sized for this shape (so it
