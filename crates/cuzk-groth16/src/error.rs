@@ -208,7 +208,18 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A CPU transform refused its input (a vector not of the domain's size). Boxed: the
+    /// transform's error is larger than this crate's others.
+    #[error(transparent)]
+    Ntt(Box<cuzk_ntt::NttError>),
+
     /// Synthesizing the circuit or evaluating its PCE failed.
     #[error(transparent)]
     Synthesis(#[from] cuzk_synth::SynthError),
+}
+
+impl From<cuzk_ntt::NttError> for Error {
+    fn from(e: cuzk_ntt::NttError) -> Self {
+        Error::Ntt(Box::new(e))
+    }
 }

@@ -300,9 +300,9 @@ impl GeneratorScalars {
     }
 }
 
-/// log2 of the smallest radix-2 domain with `rows` points, refused (as `Domain::new` does)
-/// from 2^32 on.
-fn domain_log_size(rows: usize) -> Result<u32> {
+/// log2 of the smallest radix-2 domain with `rows` points, refused (as bellperson does) from
+/// 2^32 on.
+pub(crate) fn domain_log_size(rows: usize) -> Result<u32> {
     let log_size = rows.max(1).next_power_of_two().trailing_zeros();
     if log_size >= FR_TWO_ADICITY {
         return Err(Error::DomainTooLarge {
@@ -339,4 +339,21 @@ fn ab_scalars(qap: QapAtTau, ni: usize) -> Result<(Vec<Scalar>, Vec<Scalar>)> {
     let QapAtTau { a, b, .. } = qap;
     let (a, b) = rayon::join(|| nonzero(a), || nonzero(b));
     Ok((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_sizes_round_up_and_stop_below_2_32() {
+        assert_eq!(domain_log_size(0).unwrap(), 0);
+        assert_eq!(domain_log_size(5).unwrap(), 3);
+        assert_eq!(domain_log_size(8).unwrap(), 3);
+        assert_eq!(domain_log_size(1 << 31).unwrap(), 31);
+        assert!(matches!(
+            domain_log_size((1usize << 31) + 1),
+            Err(Error::DomainTooLarge { log_size: 32, .. })
+        ));
+    }
 }

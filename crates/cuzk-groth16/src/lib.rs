@@ -14,7 +14,6 @@
 //! A math crate: no unsafe, no GPU code.
 #![forbid(unsafe_code)]
 
-pub mod domain;
 mod error;
 mod field;
 mod fixed_base;

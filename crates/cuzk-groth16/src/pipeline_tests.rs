@@ -1,7 +1,7 @@
 //! End-to-end unit tests on the tiny test circuit: generate, prove, verify, and the typed
 //! errors of bad inputs.
 
-use crate::domain::Domain;
+use crate::generator::domain_log_size;
 use crate::test_circuit::Cubic;
 use crate::*;
 use cuzk_field::consts::root_of_unity;
@@ -25,7 +25,7 @@ fn proofs_verify_and_both_paths_agree() {
     assert_eq!(params.vk.ic.len(), 2);
     assert_eq!(
         params.h.len(),
-        Domain::new(pce.num_rows()).unwrap().size() - 1
+        (1usize << domain_log_size(pce.num_rows()).unwrap()) - 1
     );
 
     let circuit = Cubic::new(3);
@@ -174,7 +174,7 @@ fn mismatched_witness_shapes_are_typed_errors() {
 #[test]
 fn degenerate_setups_are_refused() {
     let pce = Pce::record(Cubic::new(3)).unwrap();
-    let log_n = Domain::new(pce.num_rows()).unwrap().log_size();
+    let log_n = domain_log_size(pce.num_rows()).unwrap();
     let mut toxic = ToxicWaste {
         tau: root_of_unity(log_n).unwrap(),
         alpha: Scalar::from(2u64),

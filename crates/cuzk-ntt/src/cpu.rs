@@ -1,18 +1,24 @@
-//! CPU reference transforms over Fr: radix-2 NTTs on bellperson's domain, natural order in and out.
+//! The CPU transforms over Fr: radix-2 NTTs on bellperson's domain, natural order in and out.
+//! The one CPU implementation: the CPU reference prover's H step runs on it, and it is the
+//! oracle the GPU engine is tested against (itself tested against the naive DFT).
 //!
-//! This module is the oracle the GPU engine is tested against, so it is written to be obviously
-//! right rather than fast: one bit-reversal, then textbook Cooley–Tukey stages with a table of
-//! powers of ω, parallel over butterflies with rayon. It shares no code with the GPU planner.
+//! An iterative decimation-in-time transform: a bit-reversal permutation, then the small
+//! butterfly stages inside cache-sized blocks, then the large stages across the whole
+//! vector, reading a twiddle tree built once per domain. The inverse reuses the forward
+//! transform (`intt(x)[k] = ntt(x)[(n − k) mod n] / n`), and the scalings of the H step (by
+//! `1/n`, the coset powers, `1/Z`) are fused into the pass that follows each transform.
 #![forbid(unsafe_code)]
 
 use crate::NttError;
 use cuzk_field::consts::{root_of_unity, COSET_GENERATOR, FR_TWO_ADICITY};
 use cuzk_field::{Field, Scalar};
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
-/// Below this many butterflies per block a stage runs its blocks in parallel, above it the
-/// butterflies inside each block: either way rayon gets enough pieces to share out.
-const PAR_INNER: usize = 1 << 12;
+/// log2 of the block whose stages run inside one task: 2^11 elements (64 KiB) stay in cache.
+const LOCAL_LOG: u32 = 11;
+/// Fewest butterflies one task takes in a large stage.
+const MIN_BUTTERFLIES: usize = 1 << 10;
 
 /// An evaluation domain `⟨ω⟩` of size `n = 2^log_n` with bellperson's root of unity and coset
 /// generator `g = 7`.
@@ -20,10 +26,12 @@ const PAR_INNER: usize = 1 << 12;
 pub struct Domain {
     log_n: u32,
     omega: Scalar,
-    omega_inv: Scalar,
     n_inv: Scalar,
     g: Scalar,
     g_inv: Scalar,
+    /// `tree[m + j] = ω_{2m}^j` for every half-size `m = 1, 2, 4, … n/2` and `j < m`, so
+    /// each stage reads a contiguous run (index 0 unused); built on the first transform.
+    tree: OnceLock<Vec<Scalar>>,
 }
 
 impl Domain {
@@ -37,10 +45,10 @@ impl Domain {
         Ok(Domain {
             log_n,
             omega,
-            omega_inv: omega.invert().unwrap(),
             n_inv: n.invert().unwrap(),
             g: COSET_GENERATOR,
             g_inv: COSET_GENERATOR.invert().unwrap(),
+            tree: OnceLock::new(),
         })
     }
 
@@ -71,43 +79,62 @@ impl Domain {
 
     /// `Z(g·x) = g^n − 1` for every x in the domain: the vanishing polynomial on the coset.
     pub fn vanishing_on_coset(&self) -> Scalar {
-        self.g.pow_vartime([self.size() as u64]) - Scalar::ONE
+        self.vanishing_at(self.g)
+    }
+
+    /// The vanishing polynomial `Z(x) = xⁿ − 1` at `x`.
+    pub fn vanishing_at(&self, x: Scalar) -> Scalar {
+        x.pow_vartime([self.size() as u64]) - Scalar::ONE
     }
 
     /// Coefficients to evaluations: `v[k] ← Σ v[i]·ω^(ik)`.
     pub fn ntt(&self, v: &mut [Scalar]) -> Result<(), NttError> {
         self.check(v)?;
-        transform(v, self.omega);
+        self.forward(v);
         Ok(())
     }
 
     /// Evaluations to coefficients, the inverse of [`Domain::ntt`].
     pub fn intt(&self, v: &mut [Scalar]) -> Result<(), NttError> {
-        self.check(v)?;
-        transform(v, self.omega_inv);
-        scale_by_powers(v, self.n_inv, Scalar::ONE);
-        Ok(())
+        self.intt_scaled(v, self.n_inv, Scalar::ONE)
     }
 
     /// Coefficients to evaluations on the coset `g·⟨ω⟩`: `v[k] ← Σ v[i]·(g·ω^k)^i`.
     pub fn coset_ntt(&self, v: &mut [Scalar]) -> Result<(), NttError> {
         self.check(v)?;
         scale_by_powers(v, Scalar::ONE, self.g);
-        transform(v, self.omega);
+        self.forward(v);
         Ok(())
     }
 
     /// Evaluations on the coset to coefficients, the inverse of [`Domain::coset_ntt`].
     pub fn coset_intt(&self, v: &mut [Scalar]) -> Result<(), NttError> {
+        self.intt_scaled(v, self.n_inv, self.g_inv)
+    }
+
+    /// The unnormalised inverse transform with a scaling fused into its last pass:
+    /// `v[i] ← start·stepⁱ·Σⱼ v[j]·ω^(−ij)`. With `start = 1/n` and `step = 1` it is
+    /// [`Domain::intt`]; `step = g⁻¹`, [`Domain::coset_intt`]; `step = g` interpolates and
+    /// scales for [`Domain::coset_ntt`]'s forward pass in one.
+    pub fn intt_scaled(
+        &self,
+        v: &mut [Scalar],
+        start: Scalar,
+        step: Scalar,
+    ) -> Result<(), NttError> {
         self.check(v)?;
-        transform(v, self.omega_inv);
-        scale_by_powers(v, self.n_inv, self.g_inv);
+        self.forward(v);
+        // ntt(v)[n − k] is n·intt(v)[k]: reversing indices 1..n turns one into the other.
+        v[1..].reverse();
+        scale_by_powers(v, start, step);
         Ok(())
     }
 
     /// The Groth16 quotient step on evaluations over the domain: with `a, b, c` the evaluations of
     /// polynomials A, B, C, returns the coefficients of `H = (A·B − C)/Z` computed on the coset,
-    /// written into `a` (`b` and `c` are left as their coset evaluations).
+    /// written into `a` (`b` and `c` are left as their coset evaluations). The three vectors
+    /// go to the coset in parallel, each in two passes (interpolation fused with the coset
+    /// scaling, then the forward transform).
     pub fn h_quotient(
         &self,
         a: &mut [Scalar],
@@ -123,16 +150,80 @@ impl Domain {
                 });
             }
         }
-        for v in [&mut *a, &mut *b, &mut *c] {
-            self.intt(v)?;
-            self.coset_ntt(v)?;
-        }
-        let z_inv = self.vanishing_on_coset().invert().unwrap();
+        let to_coset = |v: &mut [Scalar]| {
+            // Lengths checked above.
+            let _ = self.intt_scaled(v, self.n_inv, self.g);
+            self.forward(v);
+        };
+        rayon::join(
+            || to_coset(a),
+            || rayon::join(|| to_coset(b), || to_coset(c)),
+        );
         a.par_iter_mut()
             .zip(b.par_iter())
             .zip(c.par_iter())
-            .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
-        self.coset_intt(a)
+            .for_each(|((a, b), c)| *a = *a * b - c);
+        let z_inv = self.vanishing_on_coset().invert().unwrap();
+        self.intt_scaled(a, self.n_inv * z_inv, self.g_inv)
+    }
+
+    /// The forward transform, `v.len()` checked by the caller.
+    fn forward(&self, v: &mut [Scalar]) {
+        let n = self.size();
+        if n == 1 {
+            return;
+        }
+        let tree = self.tree();
+        bit_reverse_permute(v);
+        let local = 1usize << self.log_n.min(LOCAL_LOG);
+        v.par_chunks_mut(local).for_each(|block| {
+            let mut m = 1;
+            while m < local {
+                for pair in block.chunks_mut(2 * m) {
+                    let (lo, hi) = pair.split_at_mut(m);
+                    butterflies(lo, hi, &tree[m..2 * m]);
+                }
+                m *= 2;
+            }
+        });
+        let mut m = local;
+        while m < n {
+            let tw = &tree[m..2 * m];
+            v.par_chunks_mut(2 * m).for_each(|pair| {
+                let (lo, hi) = pair.split_at_mut(m);
+                lo.par_chunks_mut(MIN_BUTTERFLIES)
+                    .zip(hi.par_chunks_mut(MIN_BUTTERFLIES))
+                    .zip(tw.par_chunks(MIN_BUTTERFLIES))
+                    .for_each(|((lo, hi), tw)| butterflies(lo, hi, tw));
+            });
+            m *= 2;
+        }
+    }
+
+    /// The twiddle tree, built on first use (a table of the domain's size).
+    fn tree(&self) -> &[Scalar] {
+        self.tree.get_or_init(|| {
+            let n = self.size();
+            let mut tree = vec![Scalar::ZERO; n.max(1)];
+            if n > 1 {
+                let half = n / 2;
+                tree[half..].copy_from_slice(&powers_of(self.omega, half));
+                // Level m holds ω_{2m}^j = ω_{4m}^{2j}: every other entry of level 2m.
+                let mut m = half / 2;
+                while m >= 1 {
+                    let (lower, upper) = tree.split_at_mut(2 * m);
+                    let level = &mut lower[m..];
+                    let above = &upper[..2 * m];
+                    level
+                        .par_iter_mut()
+                        .with_min_len(MIN_BUTTERFLIES)
+                        .enumerate()
+                        .for_each(|(j, t)| *t = above[2 * j]);
+                    m /= 2;
+                }
+            }
+            tree
+        })
     }
 
     fn check(&self, v: &[Scalar]) -> Result<(), NttError> {
@@ -190,40 +281,12 @@ pub fn evaluate(coeffs: &[Scalar], x: Scalar) -> Scalar {
         .fold(Scalar::ZERO, |acc, p| acc * x_chunk + p)
 }
 
-/// In-place transform with root `w` of order `v.len()`: `v[k] ← Σ v[i]·w^(ik)`.
-fn transform(v: &mut [Scalar], w: Scalar) {
-    let n = v.len();
-    if n <= 1 {
-        return;
-    }
-    bit_reverse_permute(v);
-    // powers[j] = w^j for j < n/2; the stage with half-size h uses w_(2h)^j = w^(j·n/(2h)).
-    let powers = powers_of(w, n / 2);
-    let mut half = 1;
-    while half < n {
-        let stride = n / (2 * half);
-        let butterfly = |j: usize, x: &mut Scalar, y: &mut Scalar| {
-            let t = *y * powers[j * stride];
-            *y = *x - t;
-            *x += t;
-        };
-        if half < PAR_INNER {
-            v.par_chunks_mut(2 * half).for_each(|block| {
-                let (lo, hi) = block.split_at_mut(half);
-                for (j, (x, y)) in lo.iter_mut().zip(hi).enumerate() {
-                    butterfly(j, x, y);
-                }
-            });
-        } else {
-            for block in v.chunks_mut(2 * half) {
-                let (lo, hi) = block.split_at_mut(half);
-                lo.par_iter_mut()
-                    .zip(hi.par_iter_mut())
-                    .enumerate()
-                    .for_each(|(j, (x, y))| butterfly(j, x, y));
-            }
-        }
-        half *= 2;
+#[inline]
+fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar]) {
+    for ((x, y), w) in lo.iter_mut().zip(hi.iter_mut()).zip(tw) {
+        let t = *y * w;
+        *y = *x - t;
+        *x += t;
     }
 }
 
@@ -372,6 +435,21 @@ mod tests {
         let lhs = evaluate(&h, tau) * z;
         let rhs = evaluate(&pa, tau) * evaluate(&pb, tau) - evaluate(&pc, tau);
         assert_eq!(lhs, rhs);
+    }
+
+    #[test]
+    fn the_fused_inverse_scales_and_the_vanishing_polynomial_vanishes_on_the_domain() {
+        let d = Domain::new(12).unwrap();
+        let input = random_vec(6000, d.size());
+        let (start, step) = (Scalar::from(5u64), Scalar::from(3u64));
+        let mut fused = input.clone();
+        d.intt_scaled(&mut fused, start * d.n_inv, step).unwrap();
+        let mut plain = input;
+        d.intt(&mut plain).unwrap();
+        scale_by_powers(&mut plain, start, step);
+        assert_eq!(fused, plain);
+        assert_eq!(d.vanishing_at(d.omega().pow_vartime([3u64])), Scalar::ZERO);
+        assert_ne!(d.vanishing_on_coset(), Scalar::ZERO);
     }
 
     #[test]

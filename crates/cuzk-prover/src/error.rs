@@ -57,9 +57,9 @@ pub enum Error {
     Parameters {
         /// The file.
         path: PathBuf,
-        /// Why.
+        /// Why. Boxed: the reference's error is large and this one travels in every result.
         #[source]
-        source: cuzk_groth16::Error,
+        source: Box<cuzk_groth16::Error>,
     },
 
     /// Proof `index` (of the call's batch) did not verify against the verifying key and

@@ -50,7 +50,7 @@ impl ParameterSource for &Path {
     fn verifying_key(&self) -> Result<VerifyingKey> {
         VerifyingKey::read_file(self).map_err(|source| Error::Parameters {
             path: self.to_path_buf(),
-            source,
+            source: Box::new(source),
         })
     }
 
@@ -58,7 +58,7 @@ impl ParameterSource for &Path {
         // The file's points are checked (on the curve, in the subgroup) as they are read.
         let params = Parameters::read_file(self, true).map_err(|source| Error::Parameters {
             path: self.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(PreparedParameters::from(params))
     }

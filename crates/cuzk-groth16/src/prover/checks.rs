@@ -2,8 +2,8 @@
 //! and densities have the shape the parameters were made for, and that the witness
 //! satisfies every constraint (so an honest caller never gets an invalid proof).
 
-use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::generator::domain_log_size;
 use crate::params::PreparedParameters;
 use cuzk_field::{Field, G1Affine, G2Affine, PrimeCurveAffine, Scalar};
 use cuzk_synth::{Density, Evaluations};
@@ -101,7 +101,7 @@ pub fn check_queries(
         b,
     )?;
     // Only the size: the twiddles (a table of the domain's size) are the CPU prover's to make.
-    let log_size = Domain::log_size_for(num_rows)?;
+    let log_size = domain_log_size(num_rows)?;
     expect(
         "H query size implied by the row count",
         params.h,

@@ -9,7 +9,6 @@
 mod checks;
 mod quotient;
 
-use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::msm::{msm_g1, msm_g2, Segment};
 use crate::params::{PreparedParameters, VerifyingKey};
@@ -18,6 +17,7 @@ use bellpepper_core::Circuit;
 use checks::check_satisfied;
 pub use checks::{check_delta, check_queries, check_witness, Shape};
 use cuzk_field::{Curve, Field, G1Projective, G2Projective, Scalar};
+use cuzk_ntt::cpu::Domain;
 use cuzk_synth::{
     synthesize_full, synthesize_witness, Density, Evaluations, FullSynthesis, Pce, Witness,
 };
@@ -84,13 +84,13 @@ pub fn prove_synthesized(
     } = synthesis;
     let shape = Shape::of(params);
     check_witness(&shape, &witness.inputs, &witness.aux)?;
-    let domain = Domain::of_log_size(check_queries(
+    let domain = Domain::new(check_queries(
         &shape,
         witness.inputs.len(),
         witness.aux.len(),
         density,
         eval.a.len(),
-    )?);
+    )?)?;
     prove_core(params, &domain, witness, eval.clone(), density, r, s)
 }
 
@@ -151,7 +151,7 @@ fn prove_with_density(
         });
     }
     let log_size = check_queries(&shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
-    let domain = Domain::of_log_size(log_size);
+    let domain = Domain::new(log_size)?;
     let eval = pce.evaluate(witness)?;
     prove_core(params, &domain, witness, eval, density, r, s)
 }
@@ -171,7 +171,7 @@ fn prove_core(
     check_satisfied(&eval, eval.a.len())?;
 
     let Evaluations { a, b, c } = eval;
-    let h_coeffs = quotient(domain, a, b, c);
+    let h_coeffs = quotient(domain, a, b, c)?;
 
     let (inputs, aux) = (&witness.inputs[..], &witness.aux[..]);
     let ni = inputs.len();
