@@ -35,6 +35,7 @@ mod image;
 mod memory;
 mod raw;
 mod stream;
+mod timeline;
 
 pub use device::{cuda_available, device_count, Device, DeviceInfo};
 pub use error::{CudaError, DriverError, Result};
@@ -45,3 +46,4 @@ pub use memory::{
 };
 pub use raw::{Launch, LaunchConfig};
 pub use stream::{Event, Stream};
+pub use timeline::Timeline;

@@ -5,7 +5,7 @@
 //! `CUZK_TEST_SEED=<seed>` replays a run.
 
 use cuzk_cuda::field::{self, BinaryOp, GpuField, UnaryOp};
-use cuzk_cuda::{CudaError, Device, DeviceBuffer, Stream};
+use cuzk_cuda::{CudaError, Device, DeviceBuffer, Stream, Timeline};
 use cuzk_field::{Field, Fp, Fp2, Fp2Repr, FpRepr, FrRepr, Scalar};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -252,6 +252,40 @@ fn gpu_events_time_device_work() {
         Scalar::try_from(back[3]).unwrap(),
         Scalar::from(5u64).square()
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_timeline_names_phases_in_order_and_sums_them() {
+    let device = device();
+    let stream = device.new_stream().unwrap();
+    let n = 1 << 20;
+    let xs: Vec<FrRepr> = (0..n as u64).map(|i| Scalar::from(i + 3).into()).collect();
+    let a = stream.upload(&xs).unwrap();
+    let mut out = stream.alloc::<FrRepr>(n).unwrap();
+    let mut t = Timeline::new(&device);
+    // begin/end, span, and after (first call marks only).
+    t.begin(&stream, "mul").unwrap();
+    field::binary(&stream, BinaryOp::Mul, &a, &a, &mut out).unwrap();
+    t.end(&stream).unwrap();
+    t.span(&stream, "mul", || {
+        field::binary(&stream, BinaryOp::Mul, &a, &a, &mut out)
+    })
+    .unwrap();
+    t.after(&stream, "between").unwrap();
+    field::binary(&stream, BinaryOp::Add, &a, &a, &mut out).unwrap();
+    t.after(&stream, "add").unwrap();
+    stream.synchronize().unwrap();
+    let phases = t.phases().unwrap();
+    let names: Vec<&str> = phases.iter().map(|(n, _)| *n).collect();
+    // "between" is the interval from the span's end mark to its own mark (no work).
+    assert_eq!(names, ["mul", "mul", "between", "add"]);
+    assert!(phases.iter().all(|(_, ms)| *ms >= 0.0 && *ms < 10_000.0));
+    let mul = t.total("mul").unwrap();
+    assert!((mul - f64::from(phases[0].1 + phases[1].1)).abs() < 1e-6);
+    assert!(mul > 0.0);
+    assert_eq!(t.total("none").unwrap(), 0.0);
+    assert!(t.last().unwrap().is_complete());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::params::{DeviceParameters, Queries, Residency, Store};
 use crate::prep::{prepare, PreparedWitness};
 use crate::stage::{HostPoint, Stager, STAGE_BYTES};
-use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream};
+use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream, Timeline};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
 use cuzk_groth16::parts::{assemble, check_delta, Sums};
 use cuzk_groth16::{PreparedParameters, Proof};
@@ -178,38 +178,6 @@ impl fmt::Debug for GpuProver {
 /// a, b, c on the device, and the events around their upload on the copy stream.
 type Uploaded = ([DeviceBuffer<FrRepr>; 3], (Event, Event));
 
-/// Named device intervals of one proof.
-struct Marks {
-    device: Device,
-    spans: Vec<(&'static str, Event, Event)>,
-}
-
-impl Marks {
-    fn time<T>(
-        &mut self,
-        stream: &Stream,
-        name: &'static str,
-        f: impl FnOnce() -> Result<T>,
-    ) -> Result<T> {
-        let (start, end) = (self.device.new_event()?, self.device.new_event()?);
-        stream.record(&start)?;
-        let out = f()?;
-        stream.record(&end)?;
-        self.spans.push((name, start, end));
-        Ok(out)
-    }
-
-    fn ms(&self, name: &str) -> Result<f64> {
-        let mut total = 0.0;
-        for (n, s, e) in &self.spans {
-            if *n == name {
-                total += f64::from(s.elapsed_ms(e)?);
-            }
-        }
-        Ok(total)
-    }
-}
-
 impl GpuProver {
     /// A prover on `device` (loads the kernels, makes its streams).
     pub fn new(device: &Device, config: GpuProverConfig) -> Result<Self> {
@@ -371,10 +339,7 @@ impl GpuProver {
         let start = Instant::now();
         let n = prepared.domain_size();
         let (stage_bytes, msm_default) = self.working_set(n)?;
-        let mut marks = Marks {
-            device: self.device.clone(),
-            spans: Vec::new(),
-        };
+        let mut marks = Timeline::new(&self.device);
 
         let resident = params.is_resident();
         let mut timings = ProofTimings {
@@ -397,34 +362,36 @@ impl GpuProver {
                 let config = self.msm_config(msm_vram);
                 let bufs = &prepared.buffers;
                 let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
-                let l_sum = marks.time(&self.stream, "msm_l", || {
+                let l_sum = marks.span(&self.stream, "msm_l", || {
                     self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
                 })?;
-                let a_sum = marks.time(&self.stream, "msm_a", || {
+                let a_sum = marks.span(&self.stream, "msm_a", || {
                     self.msm_g1(a, &bufs.a, 0..bufs.lengths.a, &config)
                 })?;
-                let b_g1_sum = marks.time(&self.stream, "msm_b_g1", || {
+                let b_g1_sum = marks.span(&self.stream, "msm_b_g1", || {
                     self.msm_g1(b_g1, &bufs.b, 0..bufs.lengths.b, &config)
                 })?;
-                let b_g2_sum = marks.time(&self.stream, "msm_b_g2", || {
-                    Ok(self
-                        .msm
-                        .msm_with::<G2>(
-                            &self.stream,
-                            b_g2,
-                            Scalars::PinnedRange(&bufs.b, 0..bufs.lengths.b),
-                            &config,
-                        )?
-                        .0)
+                let b_g2_sum = marks.span(&self.stream, "msm_b_g2", || {
+                    Ok::<_, Error>(
+                        self.msm
+                            .msm_with::<G2>(
+                                &self.stream,
+                                b_g2,
+                                Scalars::PinnedRange(&bufs.b, 0..bufs.lengths.b),
+                                &config,
+                            )?
+                            .0,
+                    )
                 })?;
                 self.stream.wait(&upload.1)?;
                 timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
-                marks.time(&self.stream, "ntt", || self.h_step(&mut abc))?;
-                let h_sum = marks.time(&self.stream, "msm_h", || {
-                    Ok(self
-                        .msm
-                        .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
-                        .0)
+                marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
+                let h_sum = marks.span(&self.stream, "msm_h", || {
+                    Ok::<_, Error>(
+                        self.msm
+                            .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
+                            .0,
+                    )
                 })?;
                 let free = Instant::now();
                 drop(abc);
@@ -432,11 +399,8 @@ impl GpuProver {
                 self.stream.synchronize()?;
                 drop(reservation);
                 timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
-                timings.gpu_span_ms = f64::from(
-                    upload
-                        .0
-                        .elapsed_ms(&marks.spans.last().expect("phases ran").2)?,
-                );
+                timings.gpu_span_ms =
+                    f64::from(upload.0.elapsed_ms(marks.last().expect("phases ran"))?);
                 Sums {
                     h: h_sum,
                     l: l_sum,
@@ -462,7 +426,7 @@ impl GpuProver {
             ("msm_b_g1", &mut timings.msm_b_g1_ms),
             ("msm_b_g2", &mut timings.msm_b_g2_ms),
         ] {
-            *field = marks.ms(name)?;
+            *field = marks.total(name)?;
         }
         timings.gpu_busy_ms = timings.ntt_ms
             + timings.msm_h_ms
@@ -483,7 +447,7 @@ impl GpuProver {
         &self,
         host: &PreparedParameters,
         prepared: &mut PreparedWitness,
-        marks: &mut Marks,
+        marks: &mut Timeline,
         timings: &mut ProofTimings,
         stage_bytes: u64,
         msm_default: u64,
@@ -494,7 +458,7 @@ impl GpuProver {
             let bufs = &prepared.buffers;
             let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
             self.stream.wait(&upload.1)?;
-            marks.time(&self.stream, "ntt", || self.h_step(&mut abc))?;
+            marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
             // h back to the host, into a's pinned buffer (a is no longer needed there).
             self.stream
                 .copy_to_pinned(&abc[0], &mut prepared.buffers.abc[0])?;
@@ -520,7 +484,7 @@ impl GpuProver {
         let st = guard.as_mut().expect("made above");
         let bufs = &prepared.buffers;
         let h_len = host.h().len();
-        let h = marks.time(&self.stream, "msm_h", || {
+        let h = marks.span(&self.stream, "msm_h", || {
             self.streamed(
                 host.h(),
                 &bufs.abc[0],
@@ -530,7 +494,7 @@ impl GpuProver {
                 &config,
             )
         })?;
-        let l = marks.time(&self.stream, "msm_l", || {
+        let l = marks.span(&self.stream, "msm_l", || {
             self.streamed(
                 host.l(),
                 &bufs.aux,
@@ -540,7 +504,7 @@ impl GpuProver {
                 &config,
             )
         })?;
-        let a = marks.time(&self.stream, "msm_a", || {
+        let a = marks.span(&self.stream, "msm_a", || {
             self.streamed(
                 host.a(),
                 &bufs.a,
@@ -550,7 +514,7 @@ impl GpuProver {
                 &config,
             )
         })?;
-        let b_g1 = marks.time(&self.stream, "msm_b_g1", || {
+        let b_g1 = marks.span(&self.stream, "msm_b_g1", || {
             self.streamed(
                 host.b_g1(),
                 &bufs.b,
@@ -560,7 +524,7 @@ impl GpuProver {
                 &config,
             )
         })?;
-        let b_g2 = marks.time(&self.stream, "msm_b_g2", || {
+        let b_g2 = marks.span(&self.stream, "msm_b_g2", || {
             self.streamed(
                 host.b_g2(),
                 &bufs.b,
@@ -570,11 +534,7 @@ impl GpuProver {
                 &config,
             )
         })?;
-        timings.gpu_span_ms = f64::from(
-            upload
-                .0
-                .elapsed_ms(&marks.spans.last().expect("phases ran").2)?,
-        );
+        timings.gpu_span_ms = f64::from(upload.0.elapsed_ms(marks.last().expect("phases ran"))?);
         let free = Instant::now();
         self.release_if_metered();
         timings.free_ms = free.elapsed().as_secs_f64() * 1e3;

@@ -392,10 +392,9 @@ impl MsmEngine {
 
     /// Phase timing for one MSM when `config` asks for it.
     fn profile(&self, config: &MsmConfig) -> Option<Profile> {
-        config.profile.then(|| Profile {
-            marks: Vec::new(),
-            device: self.device.clone(),
-        })
+        config
+            .profile
+            .then(|| Profile(cuzk_cuda::Timeline::new(&self.device)))
     }
 
     /// Frees the cached work buffers (the next call allocates again).

@@ -8,7 +8,7 @@ use super::{CallInfo, MsmEngine, Source};
 use crate::curve::MsmCurve;
 use crate::plan::{Plan, SPAN_ONES, SPAN_XYZZ};
 use crate::MsmError;
-use cuzk_cuda::{Device, DeviceBuffer, DeviceView, Event, PinnedBuffer, Stream};
+use cuzk_cuda::{Device, DeviceBuffer, DeviceView, PinnedBuffer, Stream, Timeline};
 use cuzk_field::FrRepr;
 use group::Group;
 
@@ -24,29 +24,24 @@ const PHASES: [&str; 8] = [
     "window sums",
 ];
 
-/// Events marking where each phase starts on the compute stream, when profiling.
-pub(super) struct Profile {
-    pub(super) marks: Vec<(usize, Event)>,
-    pub(super) device: Device,
-}
+/// Where each phase starts on the compute stream, when profiling: the phases of [`PHASES`]
+/// on a [`Timeline`].
+pub(super) struct Profile(pub(super) Timeline);
 
 impl Profile {
     fn mark(this: &mut Option<Profile>, stream: &Stream, phase: usize) -> Result<(), MsmError> {
         if let Some(p) = this {
-            let e = p.device.new_event()?;
-            stream.record(&e)?;
-            p.marks.push((phase, e));
+            p.0.begin(stream, PHASES[phase])?;
         }
         Ok(())
     }
 
-    /// Time between consecutive marks, charged to the earlier mark's phase.
+    /// Device time per phase, in [`PHASES`] order (a phase lasts until the next mark).
     pub(super) fn totals(&self) -> Result<Vec<(&'static str, f64)>, MsmError> {
-        let mut ms = [0f64; PHASES.len()];
-        for w in self.marks.windows(2) {
-            ms[w[0].0] += w[0].1.elapsed_ms(&w[1].1)? as f64;
-        }
-        Ok(PHASES.iter().copied().zip(ms).collect())
+        PHASES
+            .iter()
+            .map(|&name| Ok((name, self.0.total(name)?)))
+            .collect()
     }
 }
 

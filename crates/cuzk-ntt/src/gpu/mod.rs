@@ -28,7 +28,7 @@ use crate::plan::{
     MAX_PASS_BITS, MIN_LOG_N,
 };
 use crate::NttError;
-use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream};
+use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream, Timeline};
 use cuzk_field::consts::COSET_GENERATOR;
 use cuzk_field::{Field, FrRepr, Scalar};
 use launch::{Kernels, ScaleArgs, VECTORS_PER_LAUNCH};
@@ -267,7 +267,10 @@ impl NttEngine {
         abc: &mut [DeviceViewMut<'_, FrRepr>],
     ) -> Result<Vec<(String, f32)>, NttError> {
         let log_n = check_lengths(abc)?;
-        let mut marks = Some(Marks::start(stream)?);
+        let mut timeline = Timeline::new(stream.device());
+        // The first mark: where the first kernel's interval starts.
+        timeline.after(stream, "")?;
+        let mut marks = Some(timeline);
         if abc.len() == 3 {
             let abc: &mut [DeviceViewMut<'_, FrRepr>; 3] = abc.try_into().expect("three vectors");
             self.dif_marked(
@@ -314,7 +317,12 @@ impl NttEngine {
                 )?;
             }
         }
-        marks.expect("started above").finish()
+        let timeline = marks.expect("started above");
+        Ok(timeline
+            .phases()?
+            .into_iter()
+            .map(|(label, ms)| (label.to_string(), ms))
+            .collect())
     }
 
     /// Builds (if not yet cached) every table the transforms of size `2^log_n` use, so that
@@ -416,7 +424,7 @@ impl NttEngine {
         log_n: u32,
         direction: Direction,
         scale: ScaleKind,
-        marks: &mut Option<Marks>,
+        marks: &mut Option<Timeline>,
     ) -> Result<(), NttError> {
         let tables = self.tables(stream, log_n, direction)?;
         let scale = self.scale(stream, log_n, scale)?;
@@ -481,7 +489,7 @@ impl NttEngine {
         log_n: u32,
         direction: Direction,
         scale: ScaleKind,
-        marks: &mut Option<Marks>,
+        marks: &mut Option<Timeline>,
     ) -> Result<(), NttError> {
         let tables = self.tables(stream, log_n, direction)?;
         let scale = self.scale(stream, log_n, scale)?;
@@ -692,42 +700,14 @@ impl NttEngine {
     }
 }
 
-/// Events recorded after each kernel of a profiled run.
-struct Marks {
-    start: cuzk_cuda::Event,
-    events: Vec<(String, cuzk_cuda::Event)>,
-}
-
-impl Marks {
-    fn start(stream: &Stream) -> Result<Self, NttError> {
-        let start = stream.device().new_event()?;
-        stream.record(&start)?;
-        Ok(Marks {
-            start,
-            events: Vec::new(),
-        })
-    }
-
-    fn finish(self) -> Result<Vec<(String, f32)>, NttError> {
-        let mut out = Vec::new();
-        let mut prev = &self.start;
-        for (label, e) in &self.events {
-            out.push((label.clone(), prev.elapsed_ms(e)?));
-            prev = e;
-        }
-        Ok(out)
-    }
-}
-
+/// Names the kernel just queued on `stream`, when profiling.
 fn mark(
-    marks: &mut Option<Marks>,
+    marks: &mut Option<Timeline>,
     stream: &Stream,
     label: impl FnOnce() -> String,
 ) -> Result<(), NttError> {
-    if let Some(m) = marks {
-        let e = stream.device().new_event()?;
-        stream.record(&e)?;
-        m.events.push((label(), e));
+    if let Some(t) = marks {
+        t.after(stream, label())?;
     }
     Ok(())
 }
