@@ -26,12 +26,13 @@
 //! The kernel image (`cuzk.fatbin`, built by `cargo xtask build-kernels`) is found through
 //! `$CUZK_KERNEL_DIR`, next to the executable, or in a `kernels/` folder above it
 //! ([`find_kernel_image`]); it is loaded once per device.
-#![deny(unsafe_code)] // Opted out, with reasons, only by the modules `raw` and `field`.
+#![deny(unsafe_code)] // Opted out, with reasons, only by the modules `raw`, `launch` and `field`.
 
 mod device;
 mod error;
 pub mod field;
 mod image;
+mod launch;
 mod memory;
 mod raw;
 mod stream;
@@ -40,10 +41,10 @@ mod timeline;
 pub use device::{cuda_available, device_count, Device, DeviceInfo};
 pub use error::{CudaError, DriverError, Result};
 pub use image::{find_kernel_image, Kernel, KERNEL_DIR_ENV, KERNEL_IMAGE_FILE};
+pub use launch::{Launch, LaunchConfig};
 pub use memory::{
     DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, PinnedBuffer,
     RegisteredHost,
 };
-pub use raw::{Launch, LaunchConfig};
 pub use stream::{Event, Stream};
 pub use timeline::Timeline;
