@@ -6,9 +6,11 @@
 //! The affine identity is all-zero coordinates, as in blst.
 #![forbid(unsafe_code)]
 
+mod bitmap;
 pub mod consts;
 mod repr;
 
+pub use bitmap::Bitmap;
 pub use repr::{Fp2Repr, FpRepr, FrRepr, G1AffineRepr, G2AffineRepr, ReprError};
 
 pub use blstrs::{

@@ -18,7 +18,6 @@ mod error;
 mod field;
 mod fixed_base;
 mod generator;
-pub mod msm;
 mod params;
 #[cfg(test)]
 mod pipeline_tests;

@@ -5,7 +5,6 @@
 //! exponentiation compared against the precomputed `e(α, β)`.
 
 use crate::error::{Error, Result};
-use crate::msm::msm_g1_affine;
 use crate::params::VerifyingKey;
 use crate::proof::Proof;
 use blstrs::G2Prepared;
@@ -13,6 +12,7 @@ use cuzk_field::{
     Bls12, Curve, Engine, Field, G1Affine, G1Projective, G2Affine, Gt, MultiMillerLoop, PrimeField,
     Scalar,
 };
+use cuzk_msm::cpu::msm_g1_affine;
 use pairing::MillerLoopResult;
 use rand_core::RngCore;
 use rayon::prelude::*;

@@ -44,6 +44,8 @@ pub trait MsmCurve: sealed::Sealed + Copy + Debug + Send + Sync + 'static {
     fn from_coords(x: Self::Base, y: Self::Base) -> Result<Self::Affine, ReprError>;
     /// The affine coordinates of a point, `None` for the identity.
     fn coords(p: &Self::Affine) -> Option<(Self::Base, Self::Base)>;
+    /// Σ scalars[i]·bases[i] on the CPU ([`crate::cpu::msm`], lengths checked there).
+    fn cpu_msm(bases: &[Self::Affine], scalars: &[Scalar]) -> Self::Projective;
     /// Decodes the four XYZZ coordinates of a point written by the kernels.
     fn xyzz_from_repr(r: &Self::XyzzRepr) -> Result<Xyzz<Self::Base>, ReprError>;
 
@@ -122,6 +124,10 @@ impl MsmCurve for G1 {
             y: y.into(),
         })
     }
+    fn cpu_msm(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+        crate::cpu::msm_g1_affine(bases, scalars)
+    }
+
     fn coords(p: &G1Affine) -> Option<(Fp, Fp)> {
         (!bool::from(p.is_identity())).then(|| (p.x(), p.y()))
     }
@@ -155,6 +161,10 @@ impl MsmCurve for G2 {
             y: y.into(),
         })
     }
+    fn cpu_msm(bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
+        crate::cpu::msm_g2_affine(bases, scalars)
+    }
+
     fn coords(p: &G2Affine) -> Option<(Fp2, Fp2)> {
         (!bool::from(p.is_identity())).then(|| (p.x(), p.y()))
     }

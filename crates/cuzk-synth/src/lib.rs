@@ -25,7 +25,6 @@
 //! receiver's ONE. The entry points above start their root system with ONE themselves.
 #![forbid(unsafe_code)]
 
-mod bitmap;
 mod check;
 mod error;
 mod full;
@@ -38,8 +37,8 @@ pub mod testing;
 mod types;
 mod witness;
 
-pub use bitmap::Bitmap;
 pub use check::check_satisfied;
+pub use cuzk_field::Bitmap;
 pub use error::SynthError;
 pub use full::FullCs;
 pub use pce::{Csr, Pce, MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};

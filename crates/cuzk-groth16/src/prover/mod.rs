@@ -10,13 +10,13 @@ mod checks;
 mod quotient;
 
 use crate::error::{Error, Result};
-use crate::msm::{msm_g1, msm_g2, Segment};
 use crate::params::{PreparedParameters, VerifyingKey};
 use crate::proof::Proof;
 use bellpepper_core::Circuit;
 use checks::check_satisfied;
 pub use checks::{check_delta, check_queries, check_witness, Shape};
 use cuzk_field::{Curve, Field, G1Projective, G2Projective, Scalar};
+use cuzk_msm::cpu::{msm_g1, msm_g2, Segment};
 use cuzk_ntt::cpu::Domain;
 use cuzk_synth::{
     synthesize_full, synthesize_witness, Density, Evaluations, FullSynthesis, Pce, Witness,

@@ -1,4 +1,6 @@
-//! A fixed-length bitmap over variables, stored as little-endian `u64` words.
+//! A fixed-length bitmap over variables, stored as little-endian `u64` words: the density
+//! of a circuit's queries (which variables A and B use), read by synthesis, the MSMs and the
+//! GPU.
 
 /// A bitmap over variables (one bit per input or aux variable).
 ///
@@ -75,7 +77,7 @@ impl Bitmap {
     }
 
     /// Appends one bit.
-    pub(crate) fn push(&mut self, bit: bool) {
+    pub fn push(&mut self, bit: bool) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
@@ -86,7 +88,7 @@ impl Bitmap {
     }
 
     /// Appends bits `skip..` of `other`.
-    pub(crate) fn append_from(&mut self, other: &Bitmap, skip: usize) {
+    pub fn append_from(&mut self, other: &Bitmap, skip: usize) {
         for i in skip..other.len {
             self.push(other.get(i));
         }
