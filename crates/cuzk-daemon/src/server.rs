@@ -74,10 +74,11 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let host = settings.host_budget.capacity()?;
     let (backend, budget) = backend(&settings, host)?;
+    let registry = registry(&settings, &*backend);
     let scheduler = Arc::new(Scheduler::start(
         settings.scheduler.clone(),
         backend,
-        registry(&settings),
+        registry,
         budget,
     )?);
     preload(&scheduler, &settings).await?;
@@ -224,16 +225,19 @@ pub enum Resolved {
 }
 
 /// The built-in circuits and, with the `filecoin` feature, the four Filecoin proof kinds over
-/// the configured parameter folder.
-fn registry(settings: &Settings) -> Registry {
+/// the configured parameter folder, whose missing test parameters the backend's generator
+/// makes (the GPU's on the CUDA backend unless `[cuda] paramgen = "cpu"`).
+fn registry(settings: &Settings, backend: &dyn Backend) -> Registry {
     #[cfg_attr(not(feature = "filecoin"), allow(unused_mut))] // only the feature adds kinds
     let mut registry = Registry::with_builtins();
     #[cfg(feature = "filecoin")]
     {
-        use cuzk_filecoin::{CachePolicy, DigestCheck, FilecoinKind, ParamCache};
+        use cuzk_filecoin::{CachePolicy, DigestCheck, FilecoinKind, Generator, ParamCache};
         let f = &settings.filecoin;
+        let generator = Generator::of(backend);
         let policy = CachePolicy {
             generate_up_to: f.generate_up_to,
+            generator: generator.clone(),
             digests: if f.verify_digests {
                 DigestCheck::Verify
             } else {
@@ -244,6 +248,7 @@ fn registry(settings: &Settings) -> Registry {
         tracing::info!(
             param_dir = %f.param_dir.display(),
             generate_up_to = f.generate_up_to,
+            %generator,
             verify_digests = f.verify_digests,
             "Filecoin proof kinds served"
         );
@@ -252,7 +257,7 @@ fn registry(settings: &Settings) -> Registry {
             .expect("the Filecoin kinds' names differ from the built-ins'");
     }
     #[cfg(not(feature = "filecoin"))]
-    let _ = settings;
+    let _ = (settings, backend);
     registry
 }
 

@@ -24,6 +24,7 @@ use crate::progress::Ticker;
 use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
 use cuzk_groth16::{Parameters, PreparedParameters, PreparedVerifyingKey};
+use cuzk_sched::ParameterGenerator;
 use cuzk_synth::Pce;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -97,14 +98,18 @@ pub enum DigestCheck {
 }
 
 /// Where the cache generates missing parameters (see [`CachePolicy::generate_up_to`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub enum Generator {
     /// cuzk's CPU generator (`cuzk_groth16::generate_parameters`).
     #[default]
     Cpu,
-    /// cuzk's GPU generator (`cuzk_prover::generate_parameters_gpu`) on the CUDA device
-    /// of this ordinal: the same parameters for the same toxic waste, the query points
-    /// multiplied on the device (2^27 constraints in under a minute on an H200).
+    /// A backend's generator (`Backend::parameter_generator`: the CUDA backend's makes the
+    /// same parameters for the same toxic waste with the query points multiplied on a GPU,
+    /// 2^27 constraints in under a minute on an H200). When it fails, the CPU generator
+    /// runs instead, with a warning.
+    Backend(Arc<dyn ParameterGenerator>),
+    /// cuzk's GPU generator (`cuzk_prover::generate_parameters_gpu`) on the CUDA device of
+    /// this ordinal, outside any backend (the library prover's GPU path).
     #[cfg(feature = "cuda")]
     Gpu {
         /// CUDA device ordinal.
@@ -112,10 +117,40 @@ pub enum Generator {
     },
 }
 
+impl Generator {
+    /// The backend's generator if it has one, else the CPU's.
+    pub fn of(backend: &dyn cuzk_sched::Backend) -> Generator {
+        backend
+            .parameter_generator()
+            .map_or(Generator::Cpu, Generator::Backend)
+    }
+}
+
+impl PartialEq for Generator {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Generator::Cpu, Generator::Cpu) => true,
+            (Generator::Backend(a), Generator::Backend(b)) => Arc::ptr_eq(a, b),
+            #[cfg(feature = "cuda")]
+            (Generator::Gpu { device: a }, Generator::Gpu { device: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Generator {}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 impl std::fmt::Display for Generator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Generator::Cpu => f.write_str("cpu"),
+            Generator::Backend(g) => f.write_str(g.name()),
             #[cfg(feature = "cuda")]
             Generator::Gpu { device } => write!(f, "gpu {device}"),
         }
@@ -412,16 +447,16 @@ impl ParamCache {
     /// renamed into place. Returns how long generating took (writing not included).
     fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<Duration> {
         let start = Instant::now();
-        let generator = self.policy.generator;
+        let generator = &self.policy.generator;
         tracing::info!(
             circuit = %id,
             constraints = pce.num_constraints,
             %generator,
             "generating parameters (test setup, not a ceremony's)"
         );
-        let params = {
+        let (params, made_by) = {
             let _ticker = Ticker::start(format!("generating parameters for {id}"), PROGRESS_EVERY);
-            generate_with(generator, pce).map_err(|source| Error::Generate {
+            generate_with(generator, &id.cache_id, pce).map_err(|source| Error::Generate {
                 circuit: id.cache_id.clone(),
                 source,
             })?
@@ -441,12 +476,14 @@ impl ParamCache {
             params_digest,
             vk_digest,
             sector_size: id.sector_size,
-            generator: format!("cuzk-groth16 {} ({generator})", env!("CARGO_PKG_VERSION")),
+            generator: format!("cuzk {} ({made_by})", env!("CARGO_PKG_VERSION")),
         };
         write_atomic(&self.dir.join(id.generation_record_file()), |w| {
             serde_json::to_writer_pretty(w, &record).map_err(io::Error::other)
         })?;
         tracing::info!(
+            circuit = %id,
+            generator = %made_by,
             generate_ms = gen_ms,
             write_ms = write_start.elapsed().as_millis() as u64,
             "parameters generated"
@@ -456,16 +493,36 @@ impl ParamCache {
 }
 
 /// Fresh random parameters for the PCE's circuit from the given generator.
-fn generate_with(generator: Generator, pce: &Pce) -> Result<Parameters, BackendError> {
-    let mut rng = rand::rngs::OsRng;
+/// Fresh random parameters and the name of the generator that made them.
+fn generate_with(
+    generator: &Generator,
+    circuit_key: &str,
+    pce: &Pce,
+) -> Result<(Parameters, String), BackendError> {
+    let cpu = || -> Result<(Parameters, String), BackendError> {
+        let params = cuzk_groth16::generate_parameters(pce, &mut rand::rngs::OsRng)?;
+        Ok((params, "cpu".into()))
+    };
     match generator {
-        Generator::Cpu => Ok(cuzk_groth16::generate_parameters(pce, &mut rng)?),
+        Generator::Cpu => cpu(),
+        Generator::Backend(g) => match g.generate(circuit_key, pce) {
+            Ok(params) => Ok((params, g.name().to_string())),
+            Err(e) => {
+                tracing::warn!(
+                    generator = g.name(),
+                    circuit = circuit_key,
+                    error = %e,
+                    "parameter generation failed; generating on the CPU"
+                );
+                cpu()
+            }
+        },
         #[cfg(feature = "cuda")]
         Generator::Gpu { device } => {
-            let device = cuzk_cuda::Device::open(device)?;
-            Ok(cuzk_prover::generate_parameters_gpu_random(
-                &device, pce, &mut rng,
-            )?)
+            let device = cuzk_cuda::Device::open(*device)?;
+            let params =
+                cuzk_prover::generate_parameters_gpu_random(&device, pce, &mut rand::rngs::OsRng)?;
+            Ok((params, format!("gpu {}", device.ordinal())))
         }
     }
 }

@@ -388,3 +388,61 @@ fn filecoin_missing_parameters_are_rejected() -> Result<()> {
     );
     Ok(())
 }
+
+/// A backend's parameter generator as the cache sees it: the CPU generator under another
+/// name, or one that always fails.
+struct Named {
+    name: &'static str,
+    fails: bool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl cuzk_sched::ParameterGenerator for Named {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn generate(
+        &self,
+        _circuit_key: &str,
+        pce: &cuzk_synth::Pce,
+    ) -> Result<cuzk_groth16::Parameters, cuzk_sched::BackendError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.fails {
+            return Err(cuzk_sched::BackendError::Failed {
+                backend: self.name.into(),
+                message: "no device today".into(),
+            });
+        }
+        Ok(cuzk_groth16::generate_parameters(
+            pce,
+            &mut rand::rngs::OsRng,
+        )?)
+    }
+}
+
+#[test]
+fn filecoin_missing_parameters_come_from_the_backends_generator_or_the_cpu() -> Result<()> {
+    let id = winning_circuit_id()?;
+    for (name, fails, recorded) in [("fake-gpu", false, "(fake-gpu)"), ("broken", true, "(cpu)")] {
+        let generator = std::sync::Arc::new(Named {
+            name,
+            fails,
+            calls: Default::default(),
+        });
+        let dir = temp_dir("backend-generated-");
+        let policy = test_policy(Generator::Backend(generator.clone()));
+        load_winning(&ParamCache::with_policy(dir.path(), policy))?;
+        assert_eq!(
+            generator.calls.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "{name}"
+        );
+        let record = fs::read_to_string(dir.path().join(id.generation_record_file()))?;
+        assert!(record.contains(recorded), "{name}: {record}");
+    }
+    // A CPU backend offers no generator: the cache's own CPU one.
+    let cpu = cuzk_sched::CpuBackend::new();
+    assert_eq!(Generator::of(&cpu), Generator::Cpu);
+    Ok(())
+}
