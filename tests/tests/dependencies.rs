@@ -111,6 +111,15 @@ fn the_reference_prover_is_a_math_crate() {
 }
 
 #[test]
+fn backends_and_kinds_implement_the_plugin_crate_not_the_scheduler() {
+    for krate in ["cuzk-gpu", "cuzk-filecoin"] {
+        let linked = links(krate);
+        assert!(linked.contains("cuzk-plugin"), "{krate} implements cuzk-plugin");
+        assert!(!linked.contains("cuzk-sched"), "{krate} links the scheduler");
+    }
+}
+
+#[test]
 fn the_scheduler_links_no_cuda_code() {
     let linked = links("cuzk-sched");
     for banned in ["cudarc", "cuzk-cuda"] {

@@ -145,7 +145,7 @@ pub fn submit_status(error: &SubmitError) -> Status {
     let message = error.to_string();
     match error {
         SubmitError::InvalidInput {
-            source: cuzk_sched::InputError::MissingFile { .. },
+            source: cuzk_sched::plugin::InputError::MissingFile { .. },
             ..
         } => Status::failed_precondition(message),
         SubmitError::UnknownKind { .. } | SubmitError::InvalidInput { .. } => {
@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(submit_status(&full).code(), Code::ResourceExhausted);
         let missing = SubmitError::InvalidInput {
             kind: "porep-seal-commit".into(),
-            source: cuzk_sched::InputError::MissingFile {
+            source: cuzk_sched::plugin::InputError::MissingFile {
                 what: "parameter file",
                 path: "/p/v28-x.params".into(),
                 reason: "not generated".into(),

@@ -1,7 +1,8 @@
 //! Prometheus text for /metrics and GetMetrics: the scheduler's snapshot, job latencies,
 //! and RPC outcomes by method and code.
 
-use cuzk_sched::{DeviceStats, JobTimings, MetricsSnapshot};
+use cuzk_sched::plugin::DeviceStats;
+use cuzk_sched::{JobTimings, MetricsSnapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -14,7 +14,8 @@ use crate::srs::SrsAccess;
 use admission::{Admission, Limits, RequestBudget};
 use cuzk_gpu::{FaultPlan, GpuBackend, GpuConfig, ParamgenChoice};
 use cuzk_mem::{Budget, Bytes};
-use cuzk_sched::{Backend, CpuBackend, Inputs, Registry, Scheduler};
+use cuzk_sched::plugin::AnyBackend;
+use cuzk_sched::{CpuBackend, Inputs, Registry, Scheduler};
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -227,7 +228,7 @@ pub enum Resolved {
 /// The built-in circuits and, with the `filecoin` feature, the four Filecoin proof kinds over
 /// the configured parameter folder, whose missing test parameters the backend's generator
 /// makes (the GPU's on the CUDA backend unless `[cuda] paramgen = "cpu"`).
-fn registry(settings: &Settings, backend: &dyn Backend) -> Registry {
+fn registry(settings: &Settings, backend: &dyn AnyBackend) -> Registry {
     #[cfg_attr(not(feature = "filecoin"), allow(unused_mut))] // only the feature adds kinds
     let mut registry = Registry::with_builtins();
     #[cfg(feature = "filecoin")]
@@ -253,8 +254,11 @@ fn registry(settings: &Settings, backend: &dyn Backend) -> Registry {
             "Filecoin proof kinds served"
         );
         let cache = Arc::new(ParamCache::with_policy(&f.param_dir, policy));
-        FilecoinKind::register_all(&mut registry, cache)
-            .expect("the Filecoin kinds' names differ from the built-ins'");
+        for kind in FilecoinKind::all(cache) {
+            registry
+                .register(Arc::new(kind))
+                .expect("the Filecoin kinds' names differ from the built-ins'");
+        }
     }
     #[cfg(not(feature = "filecoin"))]
     let _ = (settings, backend);
@@ -276,7 +280,7 @@ pub fn resolve_backend(choice: BackendChoice, probe: Result<usize, String>) -> R
 
 /// The prover backend for the configuration and the host budget partitions are admitted
 /// against (the host budget less the GPUs' pinned pools).
-fn backend(settings: &Settings, host: u64) -> Result<(Arc<dyn Backend>, Budget), StartError> {
+fn backend(settings: &Settings, host: u64) -> Result<(Arc<dyn AnyBackend>, Budget), StartError> {
     let probe = cuzk_gpu::device_count().map_err(|e| e.to_string());
     let reason = match resolve_backend(settings.backend, probe.clone()) {
         Resolved::Cpu(reason) => reason,
@@ -319,7 +323,7 @@ fn gpu_backend(
     settings: &Settings,
     host: u64,
     devices_found: usize,
-) -> Result<(Arc<dyn Backend>, Budget), StartError> {
+) -> Result<(Arc<dyn AnyBackend>, Budget), StartError> {
     let c = &settings.cuda;
     let devices = if settings.devices.is_empty() {
         devices_found

@@ -7,7 +7,7 @@ mod common;
 
 use common::{assert_completed, prove, synthetic, Launch};
 use cuzk_daemon::proto::{AwaitProofRequest, GetStatusRequest};
-use cuzk_sched::Shape;
+use cuzk_sched::plugin::Shape;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -24,7 +24,7 @@ use crate::progress::Ticker;
 use bellpepper_core::Circuit;
 use cuzk_field::Scalar;
 use cuzk_groth16::{Parameters, PreparedParameters, PreparedVerifyingKey};
-use cuzk_sched::ParameterGenerator;
+use cuzk_plugin::ParameterGenerator;
 use cuzk_synth::Pce;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -119,7 +119,7 @@ pub enum Generator {
 
 impl Generator {
     /// The backend's generator if it has one, else the CPU's.
-    pub fn of(backend: &dyn cuzk_sched::Backend) -> Generator {
+    pub fn of(backend: &dyn cuzk_plugin::AnyBackend) -> Generator {
         backend
             .parameter_generator()
             .map_or(Generator::Cpu, Generator::Backend)

@@ -24,10 +24,7 @@ use crate::porep::{decode_c1, porep_job_api, porep_preload};
 use crate::post::{post_job_bytes, post_preload, Mode};
 use crate::update::{update_job_bytes, update_preload};
 use blstrs::Scalar as Fr;
-use cuzk_sched::{
-    CircuitKind, InputError, Inputs, Instance, LoadError, ReadySetup, Registry, RegistryError,
-    Shape,
-};
+use cuzk_plugin::{CircuitKind, InputError, Inputs, Instance, LoadError, ReadySetup, Shape};
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -83,17 +80,6 @@ impl FilecoinKind {
             cache: Arc::clone(&cache),
         })
         .collect()
-    }
-
-    /// Registers the four kinds in `registry`, sharing `cache`.
-    pub fn register_all(
-        registry: &mut Registry,
-        cache: Arc<ParamCache>,
-    ) -> Result<(), RegistryError> {
-        for kind in FilecoinKind::all(cache) {
-            registry.register(Arc::new(kind))?;
-        }
-        Ok(())
     }
 
     /// The request's partitions, checked.
@@ -563,11 +549,11 @@ impl FilecoinKind {
 }
 
 /// A setup error as the scheduler takes it: a missing parameter file as
-/// [`cuzk_sched::MissingFile`] (the host lacks it; the daemon answers FAILED_PRECONDITION),
+/// [`cuzk_plugin::MissingFile`] (the host lacks it; the daemon answers FAILED_PRECONDITION),
 /// anything else as it is.
 fn load_error(e: Error) -> LoadError {
     match e {
-        Error::MissingParameters { ref path, .. } => Box::new(cuzk_sched::MissingFile {
+        Error::MissingParameters { ref path, .. } => Box::new(cuzk_plugin::MissingFile {
             path: path.clone(),
             reason: e.to_string(),
         }),
@@ -626,11 +612,11 @@ mod public_id_tests {
             path: path.clone(),
             sector_size: 32 << 30,
         });
-        let missing = e.downcast_ref::<cuzk_sched::MissingFile>().unwrap();
+        let missing = e.downcast_ref::<cuzk_plugin::MissingFile>().unwrap();
         assert_eq!(missing.path, path);
         assert!(missing.reason.contains("/params/v28-x.params"), "{missing}");
         let other = load_error(Error::UnsupportedSectorSize { sector_size: 7 });
-        assert!(other.downcast_ref::<cuzk_sched::MissingFile>().is_none());
+        assert!(other.downcast_ref::<cuzk_plugin::MissingFile>().is_none());
     }
 }
 

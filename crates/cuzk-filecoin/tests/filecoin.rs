@@ -397,7 +397,7 @@ struct Named {
     calls: std::sync::atomic::AtomicUsize,
 }
 
-impl cuzk_sched::ParameterGenerator for Named {
+impl cuzk_plugin::ParameterGenerator for Named {
     fn name(&self) -> &str {
         self.name
     }
@@ -406,10 +406,10 @@ impl cuzk_sched::ParameterGenerator for Named {
         &self,
         _circuit_key: &str,
         pce: &cuzk_synth::Pce,
-    ) -> Result<cuzk_groth16::Parameters, cuzk_sched::BackendError> {
+    ) -> Result<cuzk_groth16::Parameters, cuzk_plugin::BackendError> {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if self.fails {
-            return Err(cuzk_sched::BackendError::Failed {
+            return Err(cuzk_plugin::BackendError::Failed {
                 backend: self.name.into(),
                 message: "no device today".into(),
             });

@@ -8,11 +8,11 @@ use crate::{FaultPlan, GpuConfig, GpuError, ParamgenChoice};
 use cuzk_field::Scalar;
 use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_mem::VramBudget;
-use cuzk_prover::PreparedWitness;
-use cuzk_sched::{
+use cuzk_plugin::{
     Backend, BackendError, DeviceStats, EvictReport, Lane, LaneLayout, LoadReport,
-    ParameterGenerator, PrepareInput, Prepared, ProveInput, ProvePreparedInput, Setup, Shape,
+    ParameterGenerator, PrepareInput, ProveInput, ProvePreparedInput, Setup, Shape,
 };
+use cuzk_prover::PreparedWitness;
 use cuzk_synth::{Density, Pce};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -23,9 +23,11 @@ use std::time::{Duration, Instant};
 /// The backend's name in logs, metrics and errors.
 pub(crate) const NAME: &str = "cuda";
 
-/// What [`GpuBackend`] prepares: the pinned witness, and the parameters it was checked
-/// against (held, so they stay on the device until the proof is done).
-struct GpuPrepared {
+/// What [`GpuBackend`] prepares (its `Backend::Prepared`): the pinned witness, and the
+/// parameters it was checked against (held, so they stay on the device until the proof is
+/// done).
+#[allow(missing_debug_implementations)] // Pinned buffers and device handles: nothing to show.
+pub struct GpuPrepared {
     loaded: Arc<Loaded>,
     witness: PreparedWitness,
 }
@@ -242,6 +244,8 @@ impl GpuBackend {
 }
 
 impl Backend for GpuBackend {
+    type Prepared = GpuPrepared;
+
     fn name(&self) -> &str {
         NAME
     }
@@ -280,7 +284,7 @@ impl Backend for GpuBackend {
         &self,
         device: usize,
         input: &PrepareInput<'_>,
-    ) -> Result<Option<Prepared>, BackendError> {
+    ) -> Result<Option<GpuPrepared>, BackendError> {
         let lane = Lane { device, worker: 0 };
         let state = self.inner.device(lane)?;
         let loaded = self
@@ -290,35 +294,26 @@ impl Backend for GpuBackend {
         let witness = state
             .prepare(state.preparer(), &loaded, input.pce, input.witness)
             .map_err(|e| e.into_backend(device))?;
-        Ok(Some(Prepared::new(device, GpuPrepared { loaded, witness })))
+        Ok(Some(GpuPrepared { loaded, witness }))
     }
 
     fn prove_prepared(
         &self,
         lane: Lane,
         input: &ProvePreparedInput<'_>,
-        prepared: Prepared,
+        prepared: GpuPrepared,
     ) -> Result<Proof, BackendError> {
         let device = self.inner.device(lane)?;
-        let fail = |e: GpuError| e.into_backend(lane.device);
-        if prepared.device() != lane.device {
-            return Err(fail(GpuError::WrongDevice {
-                prepared: prepared.device(),
-                lane: lane.device,
-            }));
-        }
         let GpuPrepared {
             loaded,
             mut witness,
-        } = prepared
-            .downcast::<GpuPrepared>()
-            .map_err(|_| fail(GpuError::ForeignPrepared))?;
+        } = prepared;
         let proved = self
             .inner
             .run(device, lane, &loaded, &mut witness, input.r, input.s);
         // The pinned set goes back to the pool now, for the next partition's preparation.
         drop(witness);
-        proved.map_err(fail)
+        proved.map_err(|e: GpuError| e.into_backend(lane.device))
     }
 
     fn load(&self, setup: &Setup, pin: bool) -> Result<LoadReport, BackendError> {

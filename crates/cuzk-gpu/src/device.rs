@@ -7,11 +7,11 @@ use crate::{GpuConfig, GpuError};
 use cuzk_cuda::Device;
 use cuzk_groth16::{Parameters, PreparedParameters};
 use cuzk_mem::{Bytes, PinnedPool, Reservation, VramBudget};
+use cuzk_plugin::{DeviceParameterStats, DeviceStats, MemoryStats};
 use cuzk_prover::PreparedWitness;
 use cuzk_prover::{
     DeviceParameters, DeviceQueries, GpuProver, GpuProverConfig, ProofTimings, Residency,
 };
-use cuzk_sched::{DeviceParameterStats, DeviceStats, MemoryStats};
 use cuzk_synth::{Density, Pce, Witness};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 
 use cuzk_cuda::CudaError;
 use cuzk_mem::MemError;
-use cuzk_sched::BackendError;
+use cuzk_plugin::BackendError;
 
 /// Why the CUDA backend could not start, place parameters, prepare or prove.
 #[derive(Debug, thiserror::Error)]
@@ -83,19 +83,6 @@ pub enum GpuError {
         /// The pool's capacity.
         capacity: u64,
     },
-
-    /// A partition prepared for device index `prepared` reached a lane of device `lane`.
-    #[error("a partition prepared for device {prepared} reached a lane of device {lane}")]
-    WrongDevice {
-        /// The device it was prepared for.
-        prepared: usize,
-        /// The lane's device.
-        lane: usize,
-    },
-
-    /// The prepared partition is not one this backend made.
-    #[error("the prepared partition was not made by the CUDA backend")]
-    ForeignPrepared,
 
     /// Test-only fault: proof `proof`'s device allocation of `bytes` bytes was made to fail
     /// (`CUZK_TEST_FAIL_GPU_ALLOC`), and the driver refused it with `source`.

@@ -1,4 +1,4 @@
-//! The CUDA backend of the cuzk scheduler: [`GpuBackend`] implements `cuzk_sched::Backend`
+//! The CUDA backend of the cuzk scheduler: [`GpuBackend`] implements `cuzk_plugin::Backend`
 //! with cuzk-prover's GPU prover.
 //!
 //! ```text
@@ -38,7 +38,7 @@ pub mod residency;
 pub mod sizes;
 mod sweeper;
 
-pub use backend::GpuBackend;
+pub use backend::{GpuBackend, GpuPrepared};
 pub use config::{FaultPlan, GpuConfig, ParamgenChoice, DEFAULT_PINNED_IDLE, FAULT_ENV};
 pub use cuzk_prover::Residency;
 pub use error::GpuError;

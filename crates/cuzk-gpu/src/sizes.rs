@@ -3,7 +3,7 @@
 //! generation. Estimates err high; CUDA-free, so they are tested on any machine.
 
 use cuzk_groth16::PreparedParameters;
-use cuzk_sched::Shape;
+use cuzk_plugin::Shape;
 use cuzk_synth::Pce;
 
 /// Bytes of an Fr scalar.

@@ -9,11 +9,9 @@ use cuzk_gpu::sizes::{self, Queries};
 use cuzk_gpu::{FaultPlan, GpuBackend, GpuConfig, ParamgenChoice};
 use cuzk_groth16::{prepare_verifying_key, verify_proof};
 use cuzk_mem::{Budget, DriverSampler, VramPolicy};
+use cuzk_plugin::{AnyBackend, BackendError, Inputs};
 use cuzk_prover::Residency;
-use cuzk_sched::{
-    Backend, BackendError, Inputs, JobError, JobOutput, ProveError, Registry, Request, Scheduler,
-    SchedulerConfig,
-};
+use cuzk_sched::{JobError, JobOutput, ProveError, Registry, Request, Scheduler, SchedulerConfig};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +40,7 @@ fn start(config: GpuConfig) -> (Scheduler, Arc<GpuBackend>) {
     let backend = Arc::new(GpuBackend::new(config).expect("a CUDA device (this test needs a GPU)"));
     let scheduler = Scheduler::start(
         SchedulerConfig::default(),
-        Arc::clone(&backend) as Arc<dyn Backend>,
+        Arc::clone(&backend) as Arc<dyn AnyBackend>,
         Registry::with_builtins(),
         Budget::new("host (test)", HOST_BUDGET),
     )

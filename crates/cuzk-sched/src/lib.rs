@@ -18,11 +18,13 @@
 //!   future (await it in a tokio or any other runtime) or can be waited on with
 //!   [`JobHandle::wait_blocking`]; [`Scheduler::status`], [`Scheduler::cancel`] and
 //!   [`Scheduler::metrics`] never block on proving work.
-//! - [`Backend`] is what proves; [`CpuBackend`] wraps cuzk-groth16's CPU prover. A CUDA
-//!   backend (cuzk-gpu) implements the same trait in a crate of its own: this crate links
-//!   no GPU code. A backend may prepare partitions on the synthesis workers ahead of its
-//!   lanes ([`Backend::prepare`]), keep parameters on its devices ([`Backend::load`],
-//!   [`Backend::evict`]) and generate parameters ([`Backend::parameter_generator`]).
+//! - The plug-in interface is [`plugin`] (the `cuzk-plugin` crate): a `Backend` proves
+//!   ([`CpuBackend`] wraps cuzk-groth16's CPU prover; the CUDA backend of cuzk-gpu
+//!   implements the same trait against that crate alone: this one links no GPU code), a
+//!   `CircuitKind` reads requests. A backend may prepare partitions on the synthesis
+//!   workers ahead of its lanes, keep parameters on its devices and generate parameters.
+//!   This crate's root is the client API: [`Scheduler`], [`Request`], [`Inputs`],
+//!   [`JobHandle`], the errors and the metrics.
 //! - Every job is pinned to one device of the backend when its first partition starts;
 //!   all its partitions are synthesized for, prepared for and proved on that device.
 //! - [`Registry`] maps kind names to [`CircuitKind`]s (built in: [`Sha256Kind`] as
@@ -34,31 +36,29 @@
 //! runtime's workers, and a daemon's runtime only submits and awaits.
 #![forbid(unsafe_code)]
 
-mod backend;
 mod config;
+mod cpu;
 mod error;
 mod metrics;
 mod registry;
 mod scheduler;
-mod shape;
 mod types;
 
-pub use backend::{
-    Backend, BackendError, CpuBackend, EvictReport, Lane, LaneLayout, LoadReport,
-    ParameterGenerator, PrepareInput, Prepared, ProveInput, ProvePreparedInput,
-};
 pub use config::SchedulerConfig;
+pub use cpu::CpuBackend;
+/// The plug-in interface (backends, circuit kinds and what they exchange): the
+/// `cuzk-plugin` crate, which a backend or a kind depends on instead of this one.
+pub use cuzk_plugin as plugin;
+pub use cuzk_plugin::Inputs;
+// The plug-in types the scheduler's modules use, by their short names.
+use cuzk_plugin::{
+    AnyBackend, BackendError, DeviceStats, EvictReport, InputError, Instance, Lane, LaneLayout,
+    LoadReport, MemoryStats, PrepareInput, Prepared, ProveInput, ProvePreparedInput, Setup,
+};
 pub use error::{ControlError, JobError, Phase, PreloadError, ProveError, StartError, SubmitError};
-pub use metrics::{
-    DeviceParameterStats, DeviceStats, JobCounts, LaneStats, MemoryStats, MetricsSnapshot,
-    PartitionCounts, SynthesisStats,
-};
-pub use registry::{
-    CircuitKind, InputError, Instance, LoadError, MissingFile, ReadySetup, Registry, RegistryError,
-    Setup, SetupError, Sha256Kind, SyntheticPoRepKind,
-};
+pub use metrics::{JobCounts, LaneStats, MetricsSnapshot, PartitionCounts, SynthesisStats};
+pub use registry::{Registry, RegistryError, SetupError, Sha256Kind, SyntheticPoRepKind};
 pub use scheduler::{JobHandle, Parsed, PreloadReport, Scheduler, ShutdownReport};
-pub use shape::Shape;
 pub use types::{
-    Inputs, JobId, JobOutput, JobState, JobStatus, JobTimings, PartitionTimings, Priority, Request,
+    JobId, JobOutput, JobState, JobStatus, JobTimings, PartitionTimings, Priority, Request,
 };

@@ -1,7 +1,7 @@
 //! A point-in-time view of the scheduler: job counts, work in flight, memory, and how busy
 //! each lane and the synthesis pool have been.
 
-use crate::{JobId, Lane};
+use crate::{DeviceStats, JobId, Lane, MemoryStats};
 use std::time::Duration;
 
 /// Everything [`crate::Scheduler::metrics`] reports.
@@ -59,19 +59,6 @@ pub struct PartitionCounts {
     pub proving: usize,
 }
 
-/// The host memory budget.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MemoryStats {
-    /// Its name.
-    pub budget: String,
-    /// Capacity in bytes.
-    pub capacity: u64,
-    /// Bytes reserved now.
-    pub used: u64,
-    /// Most bytes reserved at once so far.
-    pub high_water: u64,
-}
-
 /// One lane's record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaneStats {
@@ -104,57 +91,4 @@ pub struct SynthesisStats {
     pub partitions: u64,
     /// `busy_time` over uptime × workers, in 0..=1.
     pub utilization: f64,
-}
-
-/// One device of a backend: what it proved, how busy its GPU was, its VRAM budget and the
-/// parameters placed on it. Times are sums since start, so rates come from differences of
-/// two snapshots.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeviceStats {
-    /// The device's index in the backend's lane layout (`d<index>` in lane names).
-    pub index: usize,
-    /// The driver's ordinal of the device.
-    pub ordinal: usize,
-    /// What the device is, e.g. `NVIDIA H200`.
-    pub name: String,
-    /// Proofs made on it.
-    pub proofs: u64,
-    /// Proofs that failed on it.
-    pub failures: u64,
-    /// Kernel time of its proofs, summed (two lanes computing at once both count, so this
-    /// can grow faster than wall time).
-    pub busy: Duration,
-    /// Wall time during which at least one proof was on the device.
-    pub occupied: Duration,
-    /// CPU time preparing partitions for it ahead of its lanes, summed.
-    pub prepare: Duration,
-    /// Time per proof phase (`ntt`, `msm_h`, …), summed over its proofs.
-    pub phases: Vec<(String, Duration)>,
-    /// Its VRAM budget.
-    pub memory: Option<MemoryStats>,
-    /// Its pinned host pool (`used`: bytes pinned now, idle and lent).
-    pub pinned: Option<MemoryStats>,
-    /// Device memory the driver reports free now.
-    pub driver_free: u64,
-    /// Device memory in all.
-    pub driver_total: u64,
-    /// Parameters placed on the device.
-    pub parameters: Vec<DeviceParameterStats>,
-}
-
-/// One circuit's parameters on a device.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeviceParameterStats {
-    /// The circuit.
-    pub circuit_key: String,
-    /// Device bytes they hold (0 when streamed).
-    pub bytes: u64,
-    /// Uploaded and kept on the device (rather than streamed from the host per proof).
-    pub resident: bool,
-    /// Kept from idle eviction (preloaded).
-    pub pinned: bool,
-    /// Partitions prepared or proving with them now.
-    pub in_use: usize,
-    /// Time since a proof last used them.
-    pub idle: Duration,
 }

@@ -1,9 +1,8 @@
 //! The data of the API: requests, job ids and priorities, results, timings and statuses.
 
-use crate::Lane;
+use crate::{Inputs, Lane};
 use cuzk_field::Scalar;
 use cuzk_groth16::{Proof, VerifyingKey};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -55,50 +54,6 @@ impl Priority {
 impl fmt::Display for Priority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// A request's inputs: raw bytes, named integers and named byte strings, interpreted by the
-/// circuit kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Inputs {
-    /// Opaque bytes (the preimage of `sha256`; a serialized vanilla proof for a Filecoin kind).
-    pub bytes: Vec<u8>,
-    /// Named integers (`log2_constraints`, `seed`, `partitions` for `synthetic-porep`).
-    pub fields: BTreeMap<String, u64>,
-    /// Named byte strings beside the main bytes (a Filecoin PoSt's `randomness`, a
-    /// SnapDeals request's commitment CIDs).
-    pub byte_fields: BTreeMap<String, Vec<u8>>,
-    /// A list of byte strings (a PoSt request's vanilla proofs, one per sector; a SnapDeals
-    /// request's, one per partition).
-    pub parts: Vec<Vec<u8>>,
-}
-
-impl Inputs {
-    /// Inputs made of these bytes alone.
-    pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Inputs {
-        Inputs {
-            bytes: bytes.into(),
-            ..Inputs::default()
-        }
-    }
-
-    /// These inputs with field `name` set to `value`.
-    pub fn with_field(mut self, name: impl Into<String>, value: u64) -> Inputs {
-        self.fields.insert(name.into(), value);
-        self
-    }
-
-    /// These inputs with `parts` as their list of byte strings.
-    pub fn with_parts(mut self, parts: Vec<Vec<u8>>) -> Inputs {
-        self.parts = parts;
-        self
-    }
-
-    /// These inputs with byte field `name` set to `value`.
-    pub fn with_byte_field(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Inputs {
-        self.byte_fields.insert(name.into(), value.into());
-        self
     }
 }
 

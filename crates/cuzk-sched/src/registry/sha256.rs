@@ -1,10 +1,10 @@
 //! The built-in `sha256` kind: knowledge of a SHA-256 preimage, the bytes of the request.
 
-use super::inputs::{bytes_len, only_fields};
-use super::{CircuitKind, InputError, Instance};
-use crate::{Inputs, Shape};
 use cuzk_circuits::Sha256Preimage;
 use cuzk_field::Scalar;
+use cuzk_plugin::inputs::{bytes_len, only_fields};
+use cuzk_plugin::{CircuitKind, InputError, Instance};
+use cuzk_plugin::{Inputs, Shape};
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! The built-in `synthetic-porep` kind: the PoRep-shaped synthetic circuit at a chosen
 //! size, in one or more partitions.
 
-use super::inputs::{bytes_len, field, only_fields};
-use super::{CircuitKind, InputError, Instance};
-use crate::{Inputs, Shape};
 use cuzk_circuits::SyntheticPoRep;
 use cuzk_field::Scalar;
+use cuzk_plugin::inputs::{bytes_len, field, only_fields};
+use cuzk_plugin::{CircuitKind, InputError, Instance};
+use cuzk_plugin::{Inputs, Shape};
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@ use self::job::{Job, PartTimes};
 use self::tasks::Event;
 use crate::config::Resolved;
 use crate::{
-    Backend, ControlError, Instance, JobError, JobId, JobOutput, JobStatus, LaneLayout,
+    AnyBackend, ControlError, Instance, JobError, JobId, JobOutput, JobStatus, LaneLayout,
     MemoryStats, MetricsSnapshot, ProveError, Registry, Request, SchedulerConfig, StartError,
     SubmitError, SynthesisStats,
 };
@@ -34,7 +34,7 @@ pub(crate) struct Shared {
     drained: Condvar,
     events: Sender<Event>,
     registry: Arc<Registry>,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn AnyBackend>,
     budget: Budget,
     config: Resolved,
     started: Instant,
@@ -104,7 +104,7 @@ impl Scheduler {
     /// [`cuzk_mem::HostBudget`]).
     pub fn start(
         config: SchedulerConfig,
-        backend: Arc<dyn Backend>,
+        backend: Arc<dyn AnyBackend>,
         mut registry: Registry,
         budget: Budget,
     ) -> Result<Scheduler, StartError> {

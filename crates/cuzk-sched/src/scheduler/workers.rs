@@ -4,8 +4,8 @@
 
 use super::tasks::{Event, ProveDone, ProveTask, Spare, SynthDone, SynthTask, Synthesized, Work};
 use crate::{
-    Backend, Instance, JobError, JobId, Lane, Phase, PrepareInput, ProveInput, ProvePreparedInput,
-    Registry,
+    AnyBackend, Instance, JobError, JobId, Lane, Phase, PrepareInput, ProveInput,
+    ProvePreparedInput, Registry,
 };
 use cuzk_field::{Field, Scalar};
 use cuzk_groth16::Proof;
@@ -23,7 +23,7 @@ pub(crate) fn synthesis_loop(
     index: usize,
     tasks: Receiver<SynthTask>,
     registry: Arc<Registry>,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn AnyBackend>,
     events: Sender<Event>,
 ) {
     for mut task in tasks {
@@ -130,7 +130,7 @@ fn synthesize(
 /// Has the backend prepare a synthesized partition for `device`; once the backend has made
 /// its own form of it, the witness is returned beside it (no longer needed).
 fn prepare(
-    backend: &dyn Backend,
+    backend: &dyn AnyBackend,
     mut s: Synthesized,
     job: JobId,
     partition: usize,
@@ -177,7 +177,7 @@ pub(crate) fn lane_loop(
     index: usize,
     lane: Lane,
     tasks: Receiver<ProveTask>,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn AnyBackend>,
     verify: bool,
     events: Sender<Event>,
 ) {
@@ -223,7 +223,7 @@ struct Times {
 
 /// Proves with fresh randomness, then verifies unless told not to.
 fn prove(
-    backend: &dyn Backend,
+    backend: &dyn AnyBackend,
     lane: Lane,
     task: &mut ProveTask,
     verify: bool,

@@ -5,9 +5,11 @@ use cuzk_circuits::SyntheticPoRep;
 use cuzk_field::Scalar;
 use cuzk_groth16::Proof;
 use cuzk_mem::Budget;
+use cuzk_sched::plugin::{
+    Backend, BackendError, CircuitKind, InputError, Instance, Lane, LaneLayout, ProveInput, Shape,
+};
 use cuzk_sched::{
-    Backend, BackendError, CircuitKind, CpuBackend, InputError, Inputs, Instance, JobId, JobState,
-    Lane, LaneLayout, ProveInput, Registry, Scheduler, SchedulerConfig, Shape, SyntheticPoRepKind,
+    CpuBackend, Inputs, JobId, JobState, Registry, Scheduler, SchedulerConfig, SyntheticPoRepKind,
 };
 use cuzk_synth::{Pce, SynthError, Witness};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,7 +24,7 @@ pub const BIG_BUDGET: u64 = 1 << 30;
 
 /// A scheduler over `backend`, with a budget of `budget` bytes.
 pub fn start(
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn cuzk_sched::plugin::AnyBackend>,
     registry: Registry,
     budget: u64,
     config: SchedulerConfig,
@@ -31,7 +33,7 @@ pub fn start(
 }
 
 /// The plain CPU backend, one lane.
-pub fn cpu() -> Arc<dyn Backend> {
+pub fn cpu() -> Arc<dyn cuzk_sched::plugin::AnyBackend> {
     Arc::new(CpuBackend::new())
 }
 
@@ -232,6 +234,8 @@ impl Tracked {
 }
 
 impl Backend for Tracked {
+    type Prepared = ();
+
     fn name(&self) -> &str {
         "tracked-cpu"
     }

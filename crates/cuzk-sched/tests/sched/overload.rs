@@ -3,7 +3,8 @@
 
 use crate::common::*;
 use cuzk_groth16::{prepare_verifying_key, verify_proof};
-use cuzk_sched::{Backend, Request, SchedulerConfig, Shape, SubmitError};
+use cuzk_sched::plugin::{Backend, Shape};
+use cuzk_sched::{Request, SchedulerConfig, SubmitError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

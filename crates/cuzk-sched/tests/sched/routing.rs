@@ -4,10 +4,11 @@
 
 use crate::common::*;
 use cuzk_groth16::{prepare_verifying_key, verify_proof, Proof};
-use cuzk_sched::{
-    Backend, BackendError, CpuBackend, EvictReport, JobOutput, Lane, LaneLayout, LoadReport,
-    PrepareInput, Prepared, ProveInput, ProvePreparedInput, Request, SchedulerConfig, Setup, Shape,
+use cuzk_sched::plugin::{
+    Backend, BackendError, EvictReport, Lane, LaneLayout, LoadReport, PrepareInput, ProveInput,
+    ProvePreparedInput, Setup, Shape,
 };
+use cuzk_sched::{CpuBackend, JobOutput, Request, SchedulerConfig};
 use cuzk_synth::Witness;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,6 +66,8 @@ struct Slow {
 }
 
 impl Backend for Slow {
+    type Prepared = ();
+
     fn name(&self) -> &str {
         "slow-cpu"
     }
@@ -110,6 +113,8 @@ fn one_devices_backlog_does_not_hold_another_back() {
 /// What [`Preparing`] makes on a synthesis worker.
 #[derive(Debug)]
 struct Made {
+    /// The device it was prepared for.
+    device: usize,
     witness: Witness,
     thread: String,
 }
@@ -138,6 +143,8 @@ impl Preparing {
 }
 
 impl Backend for Preparing {
+    type Prepared = Made;
+
     fn name(&self) -> &str {
         "preparing-cpu"
     }
@@ -155,28 +162,23 @@ impl Backend for Preparing {
         &self,
         device: usize,
         input: &PrepareInput<'_>,
-    ) -> Result<Option<Prepared>, BackendError> {
+    ) -> Result<Option<Made>, BackendError> {
         self.prepared.fetch_add(1, Ordering::SeqCst);
         let thread = std::thread::current().name().unwrap_or("").to_string();
-        Ok(Some(Prepared::new(
+        Ok(Some(Made {
             device,
-            Made {
-                witness: input.witness.clone(),
-                thread,
-            },
-        )))
+            witness: input.witness.clone(),
+            thread,
+        }))
     }
 
     fn prove_prepared(
         &self,
         lane: Lane,
         input: &ProvePreparedInput<'_>,
-        prepared: Prepared,
+        made: Made,
     ) -> Result<Proof, BackendError> {
-        let device = prepared.device();
-        let made = prepared
-            .downcast::<Made>()
-            .expect("a value this backend prepared");
+        let device = made.device;
         self.seen
             .lock()
             .unwrap()
@@ -211,7 +213,7 @@ impl Backend for Preparing {
 fn prepared_partitions_reach_a_lane_of_their_device() {
     let backend = Arc::new(Preparing::new(2, 2));
     let s = start(
-        Arc::clone(&backend) as Arc<dyn Backend>,
+        Arc::clone(&backend) as Arc<dyn cuzk_sched::plugin::AnyBackend>,
         registry(vec![]),
         BIG_BUDGET,
         SchedulerConfig::default(),
@@ -253,7 +255,7 @@ fn prepared_witnesses_lend_their_memory_to_the_next_and_give_it_back_when_idle()
     }
     .cpu_prover_bytes();
     let s = start(
-        Arc::clone(&backend) as Arc<dyn Backend>,
+        Arc::clone(&backend) as Arc<dyn cuzk_sched::plugin::AnyBackend>,
         registry(vec![]),
         3 * one + one / 2,
         SchedulerConfig {
@@ -319,7 +321,7 @@ fn preload_and_evict_go_through_the_backend_and_the_cache() {
 /// A kind with one public preload id, `tiny`: the 254-constraint synthetic circuit.
 struct Tiny;
 
-impl cuzk_sched::CircuitKind for Tiny {
+impl cuzk_sched::plugin::CircuitKind for Tiny {
     fn name(&self) -> &str {
         "tiny-kind"
     }
@@ -327,11 +329,11 @@ impl cuzk_sched::CircuitKind for Tiny {
     fn parse(
         &self,
         inputs: &cuzk_sched::Inputs,
-    ) -> Result<Arc<dyn cuzk_sched::Instance>, cuzk_sched::InputError> {
+    ) -> Result<Arc<dyn cuzk_sched::plugin::Instance>, cuzk_sched::plugin::InputError> {
         cuzk_sched::SyntheticPoRepKind::default().parse(inputs)
     }
 
-    fn instance_for_key(&self, id: &str) -> Option<Arc<dyn cuzk_sched::Instance>> {
+    fn instance_for_key(&self, id: &str) -> Option<Arc<dyn cuzk_sched::plugin::Instance>> {
         (id == "tiny").then(|| {
             cuzk_sched::SyntheticPoRepKind::default()
                 .instance_for_key("synthetic-porep-254")

@@ -1,7 +1,52 @@
-//! Reading a request's named fields and bytes, with errors that name what is wrong.
+//! A request's inputs, and reading their named fields and bytes with errors that name what
+//! is wrong.
 
-use crate::Inputs;
+use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
+
+/// A request's inputs: raw bytes, named integers and named byte strings, interpreted by the
+/// circuit kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// Opaque bytes (the preimage of `sha256`; a serialized vanilla proof for a Filecoin kind).
+    pub bytes: Vec<u8>,
+    /// Named integers (`log2_constraints`, `seed`, `partitions` for `synthetic-porep`).
+    pub fields: BTreeMap<String, u64>,
+    /// Named byte strings beside the main bytes (a Filecoin PoSt's `randomness`, a
+    /// SnapDeals request's commitment CIDs).
+    pub byte_fields: BTreeMap<String, Vec<u8>>,
+    /// A list of byte strings (a PoSt request's vanilla proofs, one per sector; a SnapDeals
+    /// request's, one per partition).
+    pub parts: Vec<Vec<u8>>,
+}
+
+impl Inputs {
+    /// Inputs made of these bytes alone.
+    pub fn from_bytes(bytes: impl Into<Vec<u8>>) -> Inputs {
+        Inputs {
+            bytes: bytes.into(),
+            ..Inputs::default()
+        }
+    }
+
+    /// These inputs with field `name` set to `value`.
+    pub fn with_field(mut self, name: impl Into<String>, value: u64) -> Inputs {
+        self.fields.insert(name.into(), value);
+        self
+    }
+
+    /// These inputs with `parts` as their list of byte strings.
+    pub fn with_parts(mut self, parts: Vec<Vec<u8>>) -> Inputs {
+        self.parts = parts;
+        self
+    }
+
+    /// These inputs with byte field `name` set to `value`.
+    pub fn with_byte_field(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Inputs {
+        self.byte_fields.insert(name.into(), value.into());
+        self
+    }
+}
 
 /// Why a circuit kind rejected a request's inputs.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -68,7 +113,7 @@ pub enum InputError {
 }
 
 /// Errors on the first field (integer or bytes) of `inputs` not in `expected`.
-pub(crate) fn only_fields(inputs: &Inputs, expected: &[&'static str]) -> Result<(), InputError> {
+pub fn only_fields(inputs: &Inputs, expected: &[&'static str]) -> Result<(), InputError> {
     match inputs
         .fields
         .keys()
@@ -85,7 +130,7 @@ pub(crate) fn only_fields(inputs: &Inputs, expected: &[&'static str]) -> Result<
 
 /// Field `field` (or `default` when absent; required when `default` is `None`), checked
 /// against `range`.
-pub(crate) fn field(
+pub fn field(
     inputs: &Inputs,
     field: &'static str,
     default: Option<u64>,
@@ -109,7 +154,7 @@ pub(crate) fn field(
 }
 
 /// Errors unless the input bytes' length is in `range`.
-pub(crate) fn bytes_len(inputs: &Inputs, range: RangeInclusive<usize>) -> Result<(), InputError> {
+pub fn bytes_len(inputs: &Inputs, range: RangeInclusive<usize>) -> Result<(), InputError> {
     let len = inputs.bytes.len();
     if range.contains(&len) {
         return Ok(());

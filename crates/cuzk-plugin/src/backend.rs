@@ -1,9 +1,5 @@
 //! The prover-backend interface the scheduler drives, and its lanes.
 
-mod cpu;
-
-pub use cpu::CpuBackend;
-
 use crate::{DeviceStats, Setup, Shape};
 use cuzk_field::Scalar;
 use cuzk_groth16::{Parameters, PreparedParameters, Proof};
@@ -114,37 +110,21 @@ pub struct ProvePreparedInput<'a> {
     pub s: Scalar,
 }
 
-/// A partition in a backend's own form, made by [`Backend::prepare`] on a synthesis worker
-/// for one device, before a lane of that device is free (for the CUDA backend: a, b, c
-/// evaluated into pinned memory). The scheduler only moves it to a lane of that device.
+/// A partition a backend prepared ([`Backend::prepare`]), as the scheduler carries it from a
+/// synthesis worker to a lane of the device it was prepared for (for the CUDA backend: a,
+/// b, c evaluated into pinned memory). Opaque: only [`AnyBackend`]'s implementation for a
+/// [`Backend`] makes one, from that backend's own [`Backend::Prepared`] value, and only the
+/// same backend's [`AnyBackend::prove_prepared`] opens it, so a backend always gets back
+/// the type it made.
 pub struct Prepared {
     device: usize,
     inner: Box<dyn Any + Send>,
 }
 
 impl Prepared {
-    /// `value`, prepared for device `device` (an index of the backend's [`LaneLayout`]).
-    pub fn new<T: Any + Send>(device: usize, value: T) -> Prepared {
-        Prepared {
-            device,
-            inner: Box::new(value),
-        }
-    }
-
     /// The device it was prepared for.
     pub fn device(&self) -> usize {
         self.device
-    }
-
-    /// The backend's value, or `self` back if it is not a `T`.
-    pub fn downcast<T: Any>(self) -> Result<T, Prepared> {
-        match self.inner.downcast::<T>() {
-            Ok(value) => Ok(*value),
-            Err(inner) => Err(Prepared {
-                device: self.device,
-                inner,
-            }),
-        }
     }
 }
 
@@ -196,6 +176,10 @@ pub trait ParameterGenerator: Send + Sync + 'static {
 /// other methods let a device backend prepare partitions ahead of its lanes, keep
 /// parameters resident, generate parameters and report per-device figures.
 pub trait Backend: Send + Sync + 'static {
+    /// A partition in this backend's own form, made by [`Backend::prepare`] and handed back
+    /// to [`Backend::prove_prepared`]; `()` for a backend that prepares nothing.
+    type Prepared: Send + 'static;
+
     /// A short name for logs and metrics, e.g. `cpu`.
     fn name(&self) -> &str;
 
@@ -221,7 +205,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         device: usize,
         input: &PrepareInput<'_>,
-    ) -> Result<Option<Prepared>, BackendError> {
+    ) -> Result<Option<Self::Prepared>, BackendError> {
         let _ = (device, input);
         Ok(None)
     }
@@ -232,7 +216,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         lane: Lane,
         input: &ProvePreparedInput<'_>,
-        prepared: Prepared,
+        prepared: Self::Prepared,
     ) -> Result<Proof, BackendError> {
         let _ = (lane, input, prepared);
         Err(BackendError::Failed {
@@ -264,6 +248,112 @@ pub trait Backend: Send + Sync + 'static {
     /// Per-device figures (none for the CPU backend).
     fn device_stats(&self) -> Vec<DeviceStats> {
         Vec::new()
+    }
+}
+
+/// A [`Backend`] as the scheduler holds it (`Arc<dyn AnyBackend>`), its prepared partitions
+/// carried as [`Prepared`]. Every `Backend` is one; implement `Backend`, not this.
+pub trait AnyBackend: Send + Sync + 'static {
+    /// [`Backend::name`].
+    fn name(&self) -> &str;
+    /// [`Backend::lanes`].
+    fn lanes(&self) -> LaneLayout;
+    /// [`Backend::partition_bytes`].
+    fn partition_bytes(&self, shape: &Shape) -> u64;
+    /// [`Backend::prove`].
+    fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError>;
+    /// [`Backend::prepare`], its value kept for `device`.
+    fn prepare(
+        &self,
+        device: usize,
+        input: &PrepareInput<'_>,
+    ) -> Result<Option<Prepared>, BackendError>;
+    /// [`Backend::prove_prepared`] on what this backend prepared for `lane`'s device.
+    fn prove_prepared(
+        &self,
+        lane: Lane,
+        input: &ProvePreparedInput<'_>,
+        prepared: Prepared,
+    ) -> Result<Proof, BackendError>;
+    /// [`Backend::load`].
+    fn load(&self, setup: &Setup, pin: bool) -> Result<LoadReport, BackendError>;
+    /// [`Backend::evict`].
+    fn evict(&self, circuit_key: &str) -> EvictReport;
+    /// [`Backend::parameter_generator`].
+    fn parameter_generator(&self) -> Option<Arc<dyn ParameterGenerator>>;
+    /// [`Backend::device_stats`].
+    fn device_stats(&self) -> Vec<DeviceStats>;
+}
+
+impl<B: Backend> AnyBackend for B {
+    fn name(&self) -> &str {
+        Backend::name(self)
+    }
+
+    fn lanes(&self) -> LaneLayout {
+        Backend::lanes(self)
+    }
+
+    fn partition_bytes(&self, shape: &Shape) -> u64 {
+        Backend::partition_bytes(self, shape)
+    }
+
+    fn prove(&self, lane: Lane, input: &ProveInput<'_>) -> Result<Proof, BackendError> {
+        Backend::prove(self, lane, input)
+    }
+
+    fn prepare(
+        &self,
+        device: usize,
+        input: &PrepareInput<'_>,
+    ) -> Result<Option<Prepared>, BackendError> {
+        Ok(
+            Backend::prepare(self, device, input)?.map(|value| Prepared {
+                device,
+                inner: Box::new(value),
+            }),
+        )
+    }
+
+    fn prove_prepared(
+        &self,
+        lane: Lane,
+        input: &ProvePreparedInput<'_>,
+        prepared: Prepared,
+    ) -> Result<Proof, BackendError> {
+        let failed = |message: String| BackendError::Failed {
+            backend: Backend::name(self).to_string(),
+            message,
+        };
+        if prepared.device != lane.device {
+            return Err(failed(format!(
+                "a partition prepared for device {} reached lane {lane}",
+                prepared.device
+            )));
+        }
+        // Only `prepare` above makes a `Prepared`, and a scheduler drives one backend: the
+        // value is this backend's `Prepared`.
+        let value = prepared
+            .inner
+            .downcast::<B::Prepared>()
+            .map_err(|_| failed("a partition another backend prepared".into()))?;
+        Backend::prove_prepared(self, lane, input, *value)
+    }
+
+    fn load(&self, setup: &Setup, pin: bool) -> Result<LoadReport, BackendError> {
+        Backend::load(self, setup, pin)
+    }
+
+    fn evict(&self, circuit_key: &str) -> EvictReport {
+        Backend::evict(self, circuit_key)
+    }
+
+    fn parameter_generator(&self) -> Option<Arc<dyn ParameterGenerator>> {
+        Backend::parameter_generator(self)
+    }
+
+    fn device_stats(&self) -> Vec<DeviceStats> {
+        Backend::device_stats(self)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The CPU backend: cuzk-groth16's reference prover, for machines without a GPU and as
 //! the oracle of the GPU backends.
 
-use super::{Backend, BackendError, Lane, LaneLayout, ProveInput};
 use cuzk_groth16::Proof;
+use cuzk_plugin::{Backend, BackendError, Lane, LaneLayout, ProveInput};
 
 /// Proves with cuzk-groth16's CPU prover. Every proof already uses all cores (rayon), so
 /// one lane is the sensible default; more lanes overlap one proof's serial stretches with
@@ -37,6 +37,8 @@ impl Default for CpuBackend {
 }
 
 impl Backend for CpuBackend {
+    type Prepared = ();
+
     fn name(&self) -> &str {
         "cpu"
     }
