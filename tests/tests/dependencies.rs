@@ -114,8 +114,14 @@ fn the_reference_prover_is_a_math_crate() {
 fn backends_and_kinds_implement_the_plugin_crate_not_the_scheduler() {
     for krate in ["cuzk-gpu", "cuzk-filecoin"] {
         let linked = links(krate);
-        assert!(linked.contains("cuzk-plugin"), "{krate} implements cuzk-plugin");
-        assert!(!linked.contains("cuzk-sched"), "{krate} links the scheduler");
+        assert!(
+            linked.contains("cuzk-plugin"),
+            "{krate} implements cuzk-plugin"
+        );
+        assert!(
+            !linked.contains("cuzk-sched"),
+            "{krate} links the scheduler"
+        );
     }
 }
 

@@ -5,12 +5,9 @@
 //! scheduler asks for its shape, partitions, witnesses and public inputs.
 
 mod cache;
-mod sha256;
-mod synthetic;
 
 pub use cache::SetupError;
-pub use sha256::Sha256Kind;
-pub use synthetic::SyntheticPoRepKind;
+pub use cuzk_samples::{Sha256Kind, SyntheticPoRepKind};
 
 use crate::SubmitError;
 use cache::SetupCache;
