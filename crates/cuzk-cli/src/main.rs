@@ -1,5 +1,6 @@
 //! `cuzk`: the command line of the cuzk proving daemon. It talks to a daemon over gRPC
 //! only: `status`, `wait-ready`, `preload`, `evict`, `prove`, `bench`, `soak`.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod client;

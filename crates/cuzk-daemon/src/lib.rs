@@ -16,6 +16,7 @@
 //!
 //! The scheduler speaks Rust types; the mapping between them and the wire, and of its errors
 //! to gRPC codes, happens here (`convert`).
+#![forbid(unsafe_code)]
 
 mod auth;
 mod config;

@@ -1,5 +1,6 @@
 //! `cuzk-daemon`: the cuzk proving daemon. With no arguments it serves 127.0.0.1:9820 with
 //! the embedded configuration; `--config` layers a TOML file on top.
+#![forbid(unsafe_code)]
 
 use anyhow::{Context, Result};
 use clap::Parser;

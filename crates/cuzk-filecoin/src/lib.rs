@@ -24,6 +24,7 @@
 //!   them: setups loaded from a [`ParamCache`], requests read from Curio's fields.
 //!
 //! Every proof is verified against the verifier's own public inputs before it is returned.
+#![forbid(unsafe_code)]
 
 mod adapter;
 mod backend;

@@ -28,6 +28,7 @@
 //!   supplied parameters, falling back to the CPU generator.
 //! - A test-only fault ([`FaultPlan`], `CUZK_TEST_FAIL_GPU_ALLOC`): chosen proofs fail a real
 //!   device allocation, so that tests see one job fail alone.
+#![forbid(unsafe_code)]
 
 mod backend;
 mod config;

@@ -6,6 +6,7 @@
 //!
 //! The source is `proto/cuzk/v1/proving.proto`. A client needs this crate alone: it links
 //! no prover, no CUDA and no Filecoin code.
+#![forbid(unsafe_code)]
 
 // The generated code's shape is prost's and tonic's, not ours to lint.
 #[allow(missing_docs, clippy::all, clippy::pedantic, rust_2018_idioms)]

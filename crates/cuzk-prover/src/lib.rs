@@ -18,6 +18,7 @@
 //!   `Parameters<Bls12>` (and then the proof is bellperson's too).
 //!
 //! Errors are [`Error`]: the reference's checks ([`Error::Groth16`]) or the device's.
+#![forbid(unsafe_code)]
 
 mod error;
 mod one_call;
