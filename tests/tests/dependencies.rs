@@ -132,3 +132,17 @@ fn the_scheduler_links_no_cuda_code() {
         assert!(!linked.contains(banned), "cuzk-sched links {banned}");
     }
 }
+
+#[test]
+fn the_filecoin_crate_is_domain_code_without_gpu_code() {
+    let linked = links("cuzk-filecoin");
+    for banned in ["cudarc", "cuzk-cuda", "cuzk-prover", "cuzk-gpu"] {
+        assert!(!linked.contains(banned), "cuzk-filecoin links {banned}");
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/cuzk-filecoin/Cargo.toml");
+    let text = std::fs::read_to_string(manifest).expect("reading cuzk-filecoin's manifest");
+    assert!(
+        !text.lines().any(|l| l.trim() == "[features]"),
+        "cuzk-filecoin has features again: GPU proving goes through the scheduler"
+    );
+}

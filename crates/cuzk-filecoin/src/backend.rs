@@ -1,5 +1,5 @@
-//! The hook through which partitions are proved: the CPU default here, `GpuBackend` (feature
-//! `cuda`) in `gpu.rs`.
+//! The hook through which [`crate::Prover`]'s partitions are proved: the CPU reference here.
+//! GPU proving goes through the scheduler ([`crate::kinds`]) and its CUDA backend instead.
 
 use crate::error::BackendError;
 use cuzk_field::Scalar;

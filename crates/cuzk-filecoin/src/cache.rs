@@ -108,13 +108,6 @@ pub enum Generator {
     /// 2^27 constraints in under a minute on an H200). When it fails, the CPU generator
     /// runs instead, with a warning.
     Backend(Arc<dyn ParameterGenerator>),
-    /// cuzk's GPU generator (`cuzk_prover::generate_parameters_gpu`) on the CUDA device of
-    /// this ordinal, outside any backend (the library prover's GPU path).
-    #[cfg(feature = "cuda")]
-    Gpu {
-        /// CUDA device ordinal.
-        device: usize,
-    },
 }
 
 impl Generator {
@@ -131,8 +124,6 @@ impl PartialEq for Generator {
         match (self, other) {
             (Generator::Cpu, Generator::Cpu) => true,
             (Generator::Backend(a), Generator::Backend(b)) => Arc::ptr_eq(a, b),
-            #[cfg(feature = "cuda")]
-            (Generator::Gpu { device: a }, Generator::Gpu { device: b }) => a == b,
             _ => false,
         }
     }
@@ -151,8 +142,6 @@ impl std::fmt::Display for Generator {
         match self {
             Generator::Cpu => f.write_str("cpu"),
             Generator::Backend(g) => f.write_str(g.name()),
-            #[cfg(feature = "cuda")]
-            Generator::Gpu { device } => write!(f, "gpu {device}"),
         }
     }
 }
@@ -517,13 +506,6 @@ fn generate_with(
                 cpu()
             }
         },
-        #[cfg(feature = "cuda")]
-        Generator::Gpu { device } => {
-            let device = cuzk_cuda::Device::open(*device)?;
-            let params =
-                cuzk_prover::generate_parameters_gpu_random(&device, pce, &mut rand::rngs::OsRng)?;
-            Ok((params, format!("gpu {}", device.ordinal())))
-        }
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! filecoin-proofs 19.1 (CPU only) supplies the circuits, the public inputs and the
 //! verifiers; cuzk records each circuit once into a PCE, synthesizes witnesses on it and
-//! proves them (CPU by default, any [`PartitionProver`] backend otherwise: with the `cuda`
-//! feature, `GpuBackend` on a CUDA device). The output is byte for byte in filecoin-proofs' layout, so its verifiers (`verify_seal`,
+//! proves them. Filecoin domain code only, no GPU code: on a GPU the proofs go through the
+//! scheduler ([`kinds`]) and its CUDA backend (cuzk-gpu), the daemon's path; [`Prover`]
+//! here proves on the CPU reference, or on any [`PartitionProver`]. The output is byte for
+//! byte in filecoin-proofs' layout, so its verifiers (`verify_seal`,
 //! `verify_winning_post`, `verify_window_post`, `verify_empty_sector_update_proof`) accept it.
 //!
 //! - [`Prover`] holds a [`ParamCache`] and a backend; its methods mirror filecoin-proofs'
@@ -31,8 +33,6 @@ mod backend;
 mod cache;
 mod compound;
 mod error;
-#[cfg(feature = "cuda")]
-mod gpu;
 pub mod ids;
 pub mod kinds;
 mod ni;
@@ -47,8 +47,6 @@ pub use cache::{
 };
 pub use compound::{Proved, Timings};
 pub use error::{BackendError, Error, ProofKind, Result};
-#[cfg(feature = "cuda")]
-pub use gpu::{GpuBackend, GpuBackendStats};
 pub use kinds::FilecoinKind;
 pub use porep::decode_c1;
 
@@ -88,7 +86,7 @@ impl<'a> Prover<'a> {
         }
     }
 
-    /// A prover on the given backend (`GpuBackend` on a CUDA device, say).
+    /// A prover on the given backend.
     pub fn new(cache: &'a ParamCache, backend: &'a dyn PartitionProver) -> Self {
         Prover { cache, backend }
     }
