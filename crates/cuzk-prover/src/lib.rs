@@ -29,6 +29,8 @@ mod prover;
 mod stage;
 
 pub use error::{Error, Result};
+#[cfg(feature = "bellperson")]
+pub use one_call::to_bellperson;
 pub use one_call::{Circuit, ParameterSource, Prover};
 pub use paramgen::{
     generate_parameters_gpu, generate_parameters_gpu_config, generate_parameters_gpu_random,

@@ -361,6 +361,14 @@ fn digest(vk: &VerifyingKey) -> Result<[u8; 32]> {
     Ok(out)
 }
 
+/// bellperson's proof of a cuzk proof (the same 192 bytes): for proofs made from a parameter
+/// file or cuzk's parameters, when the caller wants bellperson's type.
+#[cfg(feature = "bellperson")]
+pub fn to_bellperson(proof: &Proof) -> Result<bellperson::groth16::Proof<blstrs::Bls12>> {
+    bellperson::groth16::Proof::read(&proof.to_bytes()[..])
+        .map_err(|e| Error::Groth16(cuzk_groth16::Error::Io(e)))
+}
+
 #[cfg(feature = "bellperson")]
 mod bellperson_source {
     use super::*;
@@ -390,8 +398,7 @@ mod bellperson_source {
         }
 
         fn convert(proof: Proof) -> Result<bp::Proof<Bls12>> {
-            bp::Proof::read(&proof.to_bytes()[..])
-                .map_err(|e| Error::Groth16(cuzk_groth16::Error::Io(e)))
+            to_bellperson(&proof)
         }
     }
 }
