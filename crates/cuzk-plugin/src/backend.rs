@@ -407,6 +407,128 @@ impl From<cuzk_groth16::Error> for BackendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_synth::testing::RandomCircuit;
+
+    /// Prepares its device's number plus 100 and reports what it is given back.
+    struct Numbers;
+    /// Prepares text.
+    struct Words;
+
+    fn said(message: String) -> BackendError {
+        BackendError::Failed {
+            backend: "test".into(),
+            message,
+        }
+    }
+
+    impl Backend for Numbers {
+        type Prepared = u32;
+
+        fn name(&self) -> &str {
+            "numbers"
+        }
+
+        fn lanes(&self) -> LaneLayout {
+            LaneLayout {
+                devices: 2,
+                workers_per_device: 1,
+            }
+        }
+
+        fn prove(&self, _: Lane, _: &ProveInput<'_>) -> Result<Proof, BackendError> {
+            Err(said("unused".into()))
+        }
+
+        fn prepare(
+            &self,
+            device: usize,
+            _: &PrepareInput<'_>,
+        ) -> Result<Option<u32>, BackendError> {
+            Ok(Some(device as u32 + 100))
+        }
+
+        fn prove_prepared(
+            &self,
+            _: Lane,
+            _: &ProvePreparedInput<'_>,
+            prepared: u32,
+        ) -> Result<Proof, BackendError> {
+            Err(said(format!("given {prepared}")))
+        }
+    }
+
+    impl Backend for Words {
+        type Prepared = String;
+
+        fn name(&self) -> &str {
+            "words"
+        }
+
+        fn lanes(&self) -> LaneLayout {
+            Backend::lanes(&Numbers)
+        }
+
+        fn prove(&self, _: Lane, _: &ProveInput<'_>) -> Result<Proof, BackendError> {
+            Err(said("unused".into()))
+        }
+    }
+
+    #[test]
+    fn a_prepared_partition_goes_back_typed_to_its_backend_on_its_device_only() {
+        // The first seeded random circuit the generator takes (some leave a variable
+        // unconstrained); what these backends are given is never proved.
+        let (pce, witness, params) = (0..64)
+            .find_map(|seed| {
+                let circuit = RandomCircuit::new(seed, 16);
+                let pce = cuzk_synth::Pce::record(circuit.clone()).ok()?;
+                let params =
+                    cuzk_groth16::generate_parameters(&pce, &mut rand::rngs::OsRng).ok()?;
+                let witness = cuzk_synth::synthesize_witness(circuit).ok()?;
+                Some((pce, witness, Arc::new(PreparedParameters::from(params))))
+            })
+            .expect("a random circuit with parameters");
+        let prepare = PrepareInput {
+            circuit_key: "random",
+            params: &params,
+            pce: &pce,
+            witness: &witness,
+        };
+        let prove = ProvePreparedInput {
+            circuit_key: "random",
+            params: &params,
+            pce: &pce,
+            r: Scalar::from(1u64),
+            s: Scalar::from(2u64),
+        };
+        let numbers: &dyn AnyBackend = &Numbers;
+        let message = |r: Result<Proof, BackendError>| r.unwrap_err().to_string();
+
+        let on_1 = numbers.prepare(1, &prepare).unwrap().unwrap();
+        assert_eq!(on_1.device(), 1);
+        // Its own type, on its own device.
+        let lane_1 = Lane {
+            device: 1,
+            worker: 0,
+        };
+        assert!(message(numbers.prove_prepared(lane_1, &prove, on_1)).contains("given 101"));
+        // Another device's lane refuses it.
+        let on_1 = numbers.prepare(1, &prepare).unwrap().unwrap();
+        let lane_0 = Lane {
+            device: 0,
+            worker: 0,
+        };
+        let refused = message(numbers.prove_prepared(lane_0, &prove, on_1));
+        assert!(
+            refused.contains("prepared for device 1 reached lane d0w0"),
+            "{refused}"
+        );
+        // Another backend refuses it; one that prepares nothing prepares nothing.
+        let words: &dyn AnyBackend = &Words;
+        assert!(words.prepare(0, &prepare).unwrap().is_none());
+        let on_0 = numbers.prepare(0, &prepare).unwrap().unwrap();
+        let refused = message(words.prove_prepared(lane_0, &prove, on_0));
+        assert!(refused.contains("another backend prepared"), "{refused}");
+    }
 
     #[test]
     fn layouts_list_their_lanes_device_major() {
