@@ -276,7 +276,9 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
     // kept), then the circuit set up and placed on the device by the scheduler's preload.
     let id = CircuitId::porep::<Tree>(&config)?;
     if !args.keep_params {
-        remove_generated(cache.dir(), &id)?;
+        cache
+            .remove_generated(&id)
+            .with_context(|| format!("removing the generated parameters of {id}"))?;
     }
     let t = Instant::now();
     let keys = cache.load_porep::<Tree>(&config)?;
@@ -497,26 +499,6 @@ fn write_piece(path: &Path, len: u64) -> Result<()> {
         left -= n as u64;
     }
     w.flush()?;
-    Ok(())
-}
-
-/// Removes the parameter files cuzk generated for `id` (never a ceremony's: only files with
-/// cuzk's generation record), so that they are generated, and timed, again.
-fn remove_generated(dir: &Path, id: &CircuitId) -> Result<()> {
-    if !dir.join(id.generation_record_file()).exists() {
-        return Ok(());
-    }
-    for name in [
-        id.params_file(),
-        id.vk_file(),
-        id.meta_file(),
-        id.generation_record_file(),
-    ] {
-        let path = dir.join(name);
-        if path.exists() {
-            fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-        }
-    }
     Ok(())
 }
 

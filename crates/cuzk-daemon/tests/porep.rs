@@ -141,26 +141,12 @@ async fn gpu_daemon_ni_porep_c2_2kib_verify_seal() -> Result<()> {
 const SEAL_2KIB_V1_1: u64 = 5;
 
 /// Removes the 2KiB interactive PoRep parameters cuzk generated in the tests' folder (never
-/// a ceremony's: only files with cuzk's generation record), so that the next load generates.
+/// a ceremony's), so that the next load generates them.
 fn remove_generated_porep_2kib() -> Result<()> {
-    use cuzk_filecoin::CircuitId;
+    use cuzk_filecoin::{CachePolicy, CircuitId, ParamCache};
     let config = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
     let id = CircuitId::porep::<support::Tree>(&config)?;
-    let dir = &layout().params;
-    if !dir.join(id.generation_record_file()).exists() {
-        return Ok(());
-    }
-    for name in [
-        id.params_file(),
-        id.vk_file(),
-        id.meta_file(),
-        id.generation_record_file(),
-    ] {
-        let path = dir.join(name);
-        if path.exists() {
-            std::fs::remove_file(&path)?;
-        }
-    }
+    ParamCache::with_policy(&layout().params, CachePolicy::default()).remove_generated(&id)?;
     Ok(())
 }
 

@@ -267,6 +267,28 @@ impl ParamCache {
         slot.is_some_and(|s| s.lock().unwrap_or_else(PoisonError::into_inner).is_some())
     }
 
+    /// Removes the parameter files cuzk generated for circuit `id` in this folder (never a
+    /// ceremony's: only files beside cuzk's generation record), so that the next load
+    /// generates them again; true if there were any. The loaded copy, if any, stays until
+    /// [`ParamCache::evict`].
+    pub fn remove_generated(&self, id: &CircuitId) -> io::Result<bool> {
+        if !self.dir.join(id.generation_record_file()).exists() {
+            return Ok(false);
+        }
+        for name in [
+            id.params_file(),
+            id.vk_file(),
+            id.meta_file(),
+            id.generation_record_file(),
+        ] {
+            match fs::remove_file(self.dir.join(name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(true)
+    }
+
     fn lock_slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -440,6 +440,11 @@ fn filecoin_missing_parameters_come_from_the_backends_generator_or_the_cpu() -> 
         );
         let record = fs::read_to_string(dir.path().join(id.generation_record_file()))?;
         assert!(record.contains(recorded), "{name}: {record}");
+        // What cuzk generated can be removed, to be generated again; nothing else is there.
+        let cache = ParamCache::with_policy(dir.path(), test_policy(Generator::Cpu));
+        assert!(cache.remove_generated(&id)?);
+        assert!(!dir.path().join(id.params_file()).exists());
+        assert!(!cache.remove_generated(&id)?);
     }
     // A CPU backend offers no generator: the cache's own CPU one.
     let cpu = cuzk_sched::CpuBackend::new();
