@@ -231,20 +231,45 @@ impl DeviceState {
         Some(loaded)
     }
 
+    /// The parameters of `key` on this device if they are placed and are `host`'s (the same
+    /// verifying key). Parameters placed under `key` that are not (the circuit's parameters
+    /// were made again, by another cache or after their file was removed) leave the table
+    /// here: a partition still using them keeps them until it ends, and the caller places
+    /// `host`'s.
+    fn placed_for(&self, key: &str, host: &PreparedParameters) -> Option<Arc<Loaded>> {
+        let mut table = lock(&self.table);
+        let loaded = table.get(key)?;
+        if loaded.params().vk() != host.vk() {
+            tracing::warn!(
+                device = self.ordinal(),
+                circuit = %key,
+                "the parameters placed for this circuit are not the ones it is set up with now \
+                 (another verifying key): replacing them"
+            );
+            table.remove(key);
+            return None;
+        }
+        let loaded = Arc::clone(loaded);
+        drop(table);
+        loaded.touch();
+        Some(loaded)
+    }
+
     /// The parameters of `key` on this device, placed now if they are not (see
     /// [`crate::residency`]): resident or streamed, evicting idle parameters of other
     /// circuits when that makes room. Blocks while the budget's bytes are held by proofs.
+    /// Other parameters placed under `key` are replaced (see [`Self::placed_for`]).
     pub fn params_for(
         &self,
         key: &str,
         host: &Arc<PreparedParameters>,
         density: &Arc<Density>,
     ) -> Result<Arc<Loaded>, GpuError> {
-        if let Some(loaded) = self.lookup(key) {
+        if let Some(loaded) = self.placed_for(key, host) {
             return Ok(loaded);
         }
         let _placing = lock(&self.load_lock);
-        if let Some(loaded) = self.lookup(key) {
+        if let Some(loaded) = self.placed_for(key, host) {
             return Ok(loaded);
         }
         let ordinal = self.ordinal();

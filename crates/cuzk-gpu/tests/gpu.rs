@@ -251,3 +251,77 @@ fn gpu_parameters_generated_on_the_gpu_stay_resident_until_evicted() {
     verify(&s, &out);
     assert_eq!(resident(&s).len(), 1);
 }
+
+/// Parameters made again for a circuit whose parameters are placed (another cache generating
+/// it, or its file removed and made again) replace the placed ones: each proof is made with
+/// the parameters its call brings and verifies under their key.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_parameters_made_again_for_a_placed_circuit_replace_them() {
+    use cuzk_field::Scalar;
+    use cuzk_groth16::PreparedParameters;
+    use cuzk_plugin::{Backend, Lane, ProveInput};
+
+    let backend = GpuBackend::new(GpuConfig {
+        paramgen: ParamgenChoice::Auto,
+        ..config(vec![0], 1)
+    })
+    .expect("a CUDA device (this test needs a GPU)");
+    // No generator in this registry: the setup's parameters are made on the CPU.
+    let registry = Registry::with_builtins();
+    let inputs = Inputs::default()
+        .with_field("num_constraints", (1 << 14) - 2)
+        .with_field("seed", 3);
+    let instance = registry.parse("synthetic-porep", &inputs).unwrap();
+    let (setup, _) = registry.setup(&*instance).unwrap();
+    let key = setup.circuit_key.as_str();
+    let witness = instance.synthesize(&setup.pce, 0).unwrap();
+    let public = instance.public_inputs(0);
+
+    // Made on the GPU for the same circuit and kept there under its key.
+    let generator = Backend::parameter_generator(&backend).expect("a GPU generator");
+    let made = Arc::new(PreparedParameters::from(
+        generator.generate(key, &setup.pce).unwrap(),
+    ));
+    assert_ne!(made.vk(), setup.params.vk());
+    let placed = |b: &GpuBackend| -> Vec<String> {
+        Backend::device_stats(b)[0]
+            .parameters
+            .iter()
+            .map(|p| p.circuit_key.clone())
+            .collect()
+    };
+    assert_eq!(
+        placed(&backend),
+        [key],
+        "the generated parameters stay placed"
+    );
+
+    for (round, params) in [&setup.params, &made, &setup.params]
+        .into_iter()
+        .enumerate()
+    {
+        let proof = Backend::prove(
+            &backend,
+            Lane {
+                device: 0,
+                worker: 0,
+            },
+            &ProveInput {
+                circuit_key: key,
+                params,
+                pce: &setup.pce,
+                witness: &witness,
+                r: Scalar::from(7 + round as u64),
+                s: Scalar::from(11 + round as u64),
+            },
+        )
+        .unwrap();
+        let pvk = prepare_verifying_key(params.vk());
+        assert!(
+            verify_proof(&pvk, &proof, &public).unwrap(),
+            "round {round}: the proof is not made with the parameters the call brought"
+        );
+        assert_eq!(placed(&backend), [key], "one placement per circuit");
+    }
+}
