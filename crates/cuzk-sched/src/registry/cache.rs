@@ -139,8 +139,19 @@ impl SetupCache {
         let key = instance.circuit_key();
         let slot = Arc::clone(lock(&self.slots).entry(key.clone()).or_default());
         // Held while making the setup, so concurrent jobs of this circuit wait for it
-        // instead of each generating parameters; other circuits are not held up.
-        let mut guard = lock(&slot);
+        // instead of each generating parameters; other circuits are not held up. A setup
+        // found made without waiting took this job no setup time; one waited for counts
+        // the wait.
+        let mut guard = match slot.try_lock() {
+            Ok(guard) => {
+                if let Some(setup) = guard.as_ref() {
+                    return Ok((Arc::clone(setup), Duration::ZERO));
+                }
+                guard
+            }
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => lock(&slot),
+        };
         if let Some(setup) = guard.as_ref() {
             return Ok((Arc::clone(setup), start.elapsed()));
         }

@@ -85,6 +85,15 @@ fn sha256_and_multi_partition_synthetic_proofs_verify() {
     assert!(m.memory.high_water > 0 && m.memory.high_water <= m.memory.capacity);
     assert_eq!(m.setups_cached, 2);
     assert_eq!(s.status(out.id).unwrap().state, JobState::Succeeded);
+
+    // The same circuit again: its setup is cached, so the job spent no time on it.
+    let again = s
+        .submit(Request::sha256(b"y".to_vec()))
+        .unwrap()
+        .wait_blocking()
+        .unwrap();
+    assert_eq!(again.circuit_key, "sha256-preimage-1B");
+    assert_eq!(again.timings.setup, Duration::ZERO);
 }
 
 #[tokio::test]
