@@ -1,6 +1,13 @@
 //! `cuzk-bench prove`: the GPU prover on PoRep-shaped synthetic partitions (domain exactly
 //! 2^k), from a witness to a verified proof: per-partition time, the phase table and the
 //! GPU idle share, optionally under a VRAM budget (e.g. 16 GiB, a common card).
+//!
+//! First and steady partitions are reported apart: the first partition (the first timed one;
+//! after `--warmup` proofs) and the steady figure, the median of partitions 3 and later (of
+//! every partition after the first when there are two, the only one when there is one). Each
+//! partition's line also says how many pinned buffers its preparation had to pin (pool
+//! misses) and what the pool holds, so a slow first partition can be told apart from one
+//! that pinned memory.
 
 use anyhow::{ensure, Context, Result};
 use cuzk_circuits::SyntheticPoRep;
@@ -27,9 +34,18 @@ pub struct Args {
     /// Domain sizes (log2) of the partitions.
     #[arg(long, value_delimiter = ',', default_value = "20,24,26,27")]
     logs: Vec<u32>,
-    /// Partitions proved per size after one warm-up proof (one PoRep C2 has ten).
+    /// Partitions proved per size after the warm-up proofs (one PoRep C2 has ten).
     #[arg(long, default_value_t = 3)]
     partitions: usize,
+    /// Proofs made and verified per size before the timed partitions (0: the first timed
+    /// partition is the first proof at that size).
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Witness buffer sets pinned in the prover's pool when the parameters are placed
+    /// (timed apart from placement); 0 leaves them to be pinned as the first partitions
+    /// need them.
+    #[arg(long, default_value_t = 0)]
+    prewarm: usize,
     /// A VRAM budget such as `16GiB`: parameters stream when they do not fit it.
     #[arg(long)]
     budget: Option<String>,
@@ -64,12 +80,18 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!();
     println!(
-        "| log n | partitions | resident | budget | s/partition | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | idle share | params load s | paramgen s |"
+        "| log n | partitions | warm-up | pre-warmed sets | resident | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | idle share | params load s | pre-warm s | paramgen s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for r in &rows {
         println!("{r}");
     }
+    println!(
+        "first: the first timed partition; steady: the median of the partitions named (phase \
+         columns are steady medians, ms)"
+    );
     for &k in &args.logs {
         if k == 27 {
             println!(
@@ -142,48 +164,63 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         "2^{k}: parameters placed in {load_s:.1} s (resident: {})",
         dev_params.is_resident()
     );
+    let t = Instant::now();
+    let prewarmed = prover.prewarm(&dev_params, args.prewarm)?;
+    let prewarm_s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "2^{k}: {prewarmed} of {} pinned witness sets pre-warmed in {prewarm_s:.1} s",
+        args.prewarm
+    );
 
     // Warm-up: caches, pools and tables of this size.
-    let w = synthesize_witness(SyntheticPoRep::new(n, args.seed ^ 0xffff))?;
-    let (proof, _) = prover.prove(
-        &dev_params,
-        &pce,
-        &density,
-        &w,
-        Field::random(&mut rng),
-        Field::random(&mut rng),
-    )?;
-    ensure!(
-        verify_proof(
-            &pvk,
-            &proof,
-            &SyntheticPoRep::new(n, args.seed ^ 0xffff).public_inputs()
-        )?,
-        "warm-up proof at 2^{k} does not verify"
-    );
-    drop(w);
+    for i in 0..args.warmup {
+        let seed_w = args.seed ^ (0xffff + i as u64);
+        let w = synthesize_witness(SyntheticPoRep::new(n, seed_w))?;
+        let (proof, _) = prover.prove(
+            &dev_params,
+            &pce,
+            &density,
+            &w,
+            Field::random(&mut rng),
+            Field::random(&mut rng),
+        )?;
+        ensure!(
+            verify_proof(
+                &pvk,
+                &proof,
+                &SyntheticPoRep::new(n, seed_w).public_inputs()
+            )?,
+            "warm-up proof at 2^{k} does not verify"
+        );
+    }
 
     // The partitions: witnesses made and prepared on one thread while the device proves.
     let start = Instant::now();
     let mut timings: Vec<ProofTimings> = Vec::new();
+    // Pool misses (buffers pinned) while each partition was prepared, and bytes pinned after.
+    let mut pinning: Vec<(u64, u64)> = Vec::new();
     std::thread::scope(|s| -> Result<()> {
-        let (tx, rx) = sync_channel::<Result<(PreparedWitness, u64)>>(1);
+        let (tx, rx) = sync_channel::<Result<(PreparedWitness, u64, (u64, u64))>>(1);
         let (prover, dev_params, pce, density) = (&prover, &dev_params, &pce, &density);
         let partitions = args.partitions;
         let seed = args.seed;
         s.spawn(move || {
             for i in 0..partitions {
                 let seed_i = seed.wrapping_add(1 + i as u64);
+                let misses = prover.pinned_pool().stats().misses;
                 let prepared = synthesize_witness(SyntheticPoRep::new(n, seed_i))
                     .map_err(anyhow::Error::from)
                     .and_then(|w| Ok(prover.prepare(dev_params, pce, density, &w)?));
-                if tx.send(prepared.map(|p| (p, seed_i))).is_err() {
+                let after = prover.pinned_pool().stats();
+                let pinned = (after.misses - misses, after.pinned_bytes);
+                if tx.send(prepared.map(|p| (p, seed_i, pinned))).is_err() {
                     break;
                 }
             }
         });
         for _ in 0..args.partitions {
-            let (mut prepared, seed_i) = rx.recv().context("preparing thread ended")??;
+            let (mut prepared, seed_i, pinned) = rx.recv().context("preparing thread ended")??;
+            pinning.push(pinned);
             let (r, s2) = (Field::random(&mut rng), Field::random(&mut rng));
             let (proof, t) = prover.prove_prepared(dev_params, &mut prepared, r, s2)?;
             ensure!(
@@ -199,31 +236,43 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         Ok(())
     })?;
     let batch_s = start.elapsed().as_secs_f64();
+    // Steady: partitions 3 and later (1-based), else every one after the first, else it.
+    let (steady, steady_of) = match timings.len() {
+        1 => (&timings[..], "1".to_string()),
+        2 => (&timings[1..], "2".to_string()),
+        len => (&timings[2..], format!("3-{len}")),
+    };
     let med = |f: fn(&ProofTimings) -> f64| -> f64 {
-        let mut v: Vec<f64> = timings.iter().map(f).collect();
+        let mut v: Vec<f64> = steady.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    for (i, t) in timings.iter().enumerate() {
+    for (i, (t, (misses, pinned))) in timings.iter().zip(&pinning).enumerate() {
         let phases: Vec<String> = t
             .phases()
             .iter()
             .map(|(n, ms)| format!("{n}={ms:.1}"))
             .collect();
         eprintln!(
-            "2^{k} partition {i}: {} idle={:.1}%",
+            "2^{k} partition {}: prove={:.1} {} idle={:.1}% pinned_now={misses} pool={:.1}GiB",
+            i + 1,
+            t.prove_ms,
             phases.join(" "),
-            100.0 * t.idle_share()
+            100.0 * t.idle_share(),
+            *pinned as f64 / (1u64 << 30) as f64
         );
     }
     let per_partition = med(|t| t.prove_ms);
+    let first = timings[0].prove_ms;
     let budget_col = budget
         .map(|b| format!("{:.0} GiB", b.capacity() as f64 / (1u64 << 30) as f64))
         .unwrap_or_else(|| "none".into());
     Ok(format!(
-        "| {k} | {} | {} | {budget_col} | {:.3} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% | {load_s:.1} | {paramgen_s:.1} |",
+        "| {k} | {} | {} | {prewarmed} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% | {load_s:.1} | {prewarm_s:.1} | {paramgen_s:.1} |",
         args.partitions,
+        args.warmup,
         dev_params.is_resident(),
+        first / 1e3,
         per_partition / 1e3,
         med(|t| t.upload_ms),
         med(|t| t.ntt_ms),

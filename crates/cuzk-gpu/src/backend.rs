@@ -68,9 +68,6 @@ impl Inner {
         params: &Arc<PreparedParameters>,
         pce: &Pce,
     ) -> Result<Arc<Loaded>, GpuError> {
-        if let Some(loaded) = device.lookup(key) {
-            return Ok(loaded);
-        }
         device.params_for(key, params, &self.density(key, pce))
     }
 
@@ -335,14 +332,14 @@ impl Backend for GpuBackend {
             // gigabytes stalls the device's other work. Two sets per lane: one proving and
             // one prepared ahead, as the scheduler's default lookahead keeps them.
             if pin && loaded.claim_prewarm() {
-                let buffers = loaded.queries.pinned_buffers();
-                // No more sets than the pool holds, so that stocking never evicts its own.
-                let set_bytes = sizes::pinned_set_pool_bytes(&loaded.queries);
-                let fit = device.pool.capacity() / set_bytes.max(1);
-                let sets = (2 * device.lanes.len()).min(usize::try_from(fit).unwrap_or(usize::MAX));
-                let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
-                if let Err(e) = device.pool.prewarm(&wanted) {
-                    tracing::info!(device = device.ordinal(), error = %e, "pinned pool not fully pre-warmed");
+                let sets = 2 * device.lanes.len();
+                match device.preparer().prewarm(loaded.params(), sets) {
+                    Ok(stocked) => {
+                        tracing::info!(device = device.ordinal(), circuit = %setup.circuit_key, sets = stocked, "pinned pool pre-warmed")
+                    }
+                    Err(e) => {
+                        tracing::info!(device = device.ordinal(), error = %e, "pinned pool not fully pre-warmed")
+                    }
                 }
             }
             report.devices += 1;

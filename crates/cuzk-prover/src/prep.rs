@@ -29,6 +29,26 @@ pub(crate) struct Lengths {
     pub b: usize,
 }
 
+impl Lengths {
+    /// The buffers of a witness for parameters of `shape` (a domain of `shape.h + 1`).
+    pub(crate) fn of(shape: &Shape) -> Lengths {
+        Lengths {
+            n: shape.h + 1,
+            aux: shape.l,
+            a: shape.a,
+            b: shape.b_g1,
+        }
+    }
+
+    /// Bytes of each pinned buffer of a set, in the order [`Buffers`] takes them (the
+    /// driver refuses empty allocations, so each keeps at least one element).
+    pub(crate) fn buffer_bytes(&self) -> [u64; 6] {
+        let bytes = |len: usize| (len.max(1) * std::mem::size_of::<FrRepr>()) as u64;
+        let n = bytes(self.n);
+        [n, n, n, bytes(self.aux), bytes(self.a), bytes(self.b)]
+    }
+}
+
 /// The pinned buffers of one witness, lent by the device's pinned pool (returned to it, not
 /// freed, when dropped).
 pub(crate) struct Buffers {
