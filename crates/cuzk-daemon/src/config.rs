@@ -118,7 +118,8 @@ pub struct CudaSection {
     pub idle_evict_secs: u64,
     /// `auto` or a size: each device's pinned host pool.
     pub pinned_memory: String,
-    /// Free pinned-pool buffers idle this long (seconds); 0: keep them.
+    /// Free pinned-pool buffers idle this long (seconds; not those pre-warmed for a preloaded
+    /// circuit); 0: keep them.
     pub pinned_idle_secs: u64,
     /// `auto` (on the GPU, the CPU as fallback) or `cpu`.
     pub paramgen: String,
@@ -133,7 +134,7 @@ impl Default for CudaSection {
             residency: "auto".into(),
             idle_evict_secs: 0,
             pinned_memory: "auto".into(),
-            pinned_idle_secs: 120,
+            pinned_idle_secs: 30,
             paramgen: "auto".into(),
         }
     }
@@ -750,7 +751,7 @@ mod tests {
                 residency: Residency::Auto,
                 idle_evict: None,
                 pinned_memory: None,
-                pinned_idle: Some(Duration::from_secs(120)),
+                pinned_idle: Some(Duration::from_secs(30)),
                 gpu_paramgen: true,
             }
         );

@@ -102,9 +102,11 @@ pub struct GpuConfig {
 }
 
 /// How long a pinned-pool buffer may sit idle before it is freed, by default: far longer than
-/// the gap between partitions of a busy daemon (seconds), short enough that a burst's extra
-/// buffers go back within minutes.
-pub const DEFAULT_PINNED_IDLE: Duration = Duration::from_secs(120);
+/// the gap between partitions of a busy daemon (seconds), short enough that what a burst of
+/// demand pinned goes back within a minute, so the pool follows the recent load rather than
+/// its highest peak. The buffer sets pre-warmed for a preloaded circuit are kept however long
+/// they sit idle.
+pub const DEFAULT_PINNED_IDLE: Duration = Duration::from_secs(30);
 
 impl Default for GpuConfig {
     fn default() -> Self {

@@ -84,7 +84,9 @@ impl PinnedPool {
     }
 
     /// Pins one idle buffer for each of `sizes` (in bytes) now, so that the first proofs find
-    /// them instead of pinning. Stops at the first size that does not fit.
+    /// them instead of pinning. Stops at the first size that does not fit. These buffers are
+    /// not freed for sitting idle ([`PinnedPool::set_max_idle`]), only to make room or by a
+    /// trim.
     pub fn prewarm(&self, sizes: &[u64]) -> Result<(), MemError> {
         self.shelf.stock(sizes, &mut |class| self.pin(class))
     }

@@ -67,6 +67,9 @@ pub struct PoolStats {
 /// pool's own ledger, even while other threads charge concurrently.
 pub(crate) struct Ticket {
     class: u64,
+    /// Stocked ahead of demand ([`Shelf::stock`]): never freed for sitting idle, only to make
+    /// room or by a trim.
+    kept: bool,
     _host: Option<Reservation>,
     _pinned: Reservation,
 }
@@ -278,11 +281,14 @@ impl<B: Send + 'static> Shelf<B> {
     }
 
     /// Pins a buffer for each of `sizes` (bytes) and shelves it idle, so that the first
-    /// requests of those sizes are hits. Stops at the first that does not fit.
+    /// requests of those sizes are hits. Stops at the first that does not fit. Stocked
+    /// buffers are kept however long they sit idle (lent and returned, they stay kept); they
+    /// are freed only to make room for others or by a trim.
     pub(crate) fn stock(&self, sizes: &[u64], alloc: Alloc<'_, B>) -> Result<(), MemError> {
         for &bytes in sizes {
             let class = self.class_of(bytes)?;
-            let ticket = self.charge(class)?;
+            let mut ticket = self.charge(class)?;
+            ticket.kept = true;
             let buffer = alloc(class)?;
             let mut state = lock(&self.state);
             state.pinned_total += class;
@@ -378,6 +384,7 @@ impl<B: Send + 'static> Shelf<B> {
             .transpose()?;
         Ok(Ticket {
             class,
+            kept: false,
             _pinned: pinned,
             _host: host,
         })
@@ -424,9 +431,13 @@ impl<B> State<B> {
         };
         let mut out = Vec::new();
         for list in self.idle.values_mut() {
-            // Oldest first: the expired ones are a prefix.
+            // Oldest first: the expired ones are a prefix (less those stocked ahead).
             let old = list.partition_point(|i| now.saturating_duration_since(i.since) >= max_idle);
-            out.extend(list.drain(..old).map(|i| (i.buffer, i.ticket)));
+            let (kept, expired): (Vec<Idle<B>>, Vec<Idle<B>>) =
+                list.drain(..old).partition(|i| i.ticket.kept);
+            out.extend(expired.into_iter().map(|i| (i.buffer, i.ticket)));
+            // Still oldest first: the kept ones were older than every buffer left.
+            list.splice(0..0, kept);
         }
         self.idle.retain(|_, list| !list.is_empty());
         for (_, ticket) in &out {
@@ -708,6 +719,31 @@ mod tests {
         );
         let err = shelf.stock(&[64 * MIB], &mut maker.alloc()).unwrap_err();
         assert!(matches!(err, MemError::Unavailable { .. }), "{err}");
+    }
+
+    #[test]
+    fn stocked_buffers_do_not_expire_when_idle() {
+        let shelf = Shelf::<Fake>::new("pinned 0".into(), 64 * MIB, None);
+        let mut maker = Maker::new();
+        shelf.stock(&[8 * MIB], &mut maker.alloc()).unwrap();
+        // One pinned on demand beside it, both idle past the limit.
+        let (a, ta) = shelf.take(MIB, &mut maker.alloc()).unwrap();
+        shelf.put(a, ta);
+        shelf.set_max_idle(Some(Duration::from_millis(5)));
+        std::thread::sleep(Duration::from_millis(30));
+        let stats = shelf.stats();
+        assert_eq!((stats.expired, stats.idle_buffers), (1, 1));
+        assert_eq!(stats.pinned_bytes, 8 * MIB, "the stocked buffer stays");
+        // Lent and returned, it is still kept.
+        let (b, tb) = shelf.take(8 * MIB, &mut maker.alloc()).unwrap();
+        assert_eq!(b.id, 1);
+        shelf.put(b, tb);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(shelf.stats().pinned_bytes, 8 * MIB);
+        assert_eq!(maker.freed(), 1);
+        // A trim frees it.
+        assert_eq!(shelf.trim_to(0), 8 * MIB);
+        assert_eq!(maker.freed(), 2);
     }
 
     #[test]
