@@ -97,6 +97,10 @@ fn main() {
         x: None,
         steps: args.steps,
     };
+    println!(
+        "generating parameters with bellperson for {} squarings (on the CPU)...",
+        args.steps
+    );
     let t = Instant::now();
     let generated = groth16::generate_random_parameters::<Bls12, _, _>(blank, &mut rng)
         .expect("bellperson generates the parameters");
