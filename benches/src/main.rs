@@ -1,6 +1,8 @@
-//! `cuzk-bench`: cuzk's benchmark binary. `cpu` compares cuzk's CPU prover with bellperson's.
+//! `cuzk-bench`: cuzk's benchmark binary. `cpu` compares cuzk's CPU prover with bellperson's;
+//! `fabricate-c1` writes a consistent PoRep C1 output without a sealed sector.
 
 mod cpu;
+mod fabricate_c1;
 #[cfg(feature = "cuda")]
 mod filecoin;
 #[cfg(feature = "cuda")]
@@ -36,6 +38,9 @@ enum Cmd {
     Paramgen(paramgen::Args),
     /// The host side of GPU proofs alone: synthesis and checked evaluation, several workers.
     Host(host::Args),
+    /// A consistent PoRep C1 output for a sector that was never sealed (a C2 benchmark and test
+    /// input): filecoin-proofs-api JSON or Curio's envelope, self-checked before it is written.
+    FabricateC1(fabricate_c1::Args),
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
@@ -61,6 +66,7 @@ fn main() -> Result<()> {
         Cmd::Cpu(args) => cpu::run(&args),
         Cmd::Paramgen(args) => paramgen::run(&args),
         Cmd::Host(args) => host::run(&args),
+        Cmd::FabricateC1(args) => fabricate_c1::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]
