@@ -46,6 +46,11 @@ pub fn run(args: &Args) -> Result<()> {
         sector: args.sector,
         seed,
     };
+    anyhow::ensure!(
+        args.format == Format::Json || spec.target.registered_proof().is_some(),
+        "API {:?} has no registered proof, so no envelope: use --format json",
+        args.api
+    );
     let made =
         fabricate(&spec).with_context(|| format!("fabricating a {} C1 output", args.size))?;
     let bytes = made.encode(args.format)?;

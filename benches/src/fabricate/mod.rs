@@ -26,9 +26,12 @@
 //!   every path of every partition shares one root; comm_r = Poseidon(comm_c, comm_r_last);
 //! - the vanilla proofs are filecoin-proofs' types, in challenge order, parents in graph order.
 //!
-//! Before it is returned, every output passes [`check`]: the labels recomputed from the
-//! parents' columns, then filecoin-proofs' `verify_all_partitions`. The same check takes an
-//! existing C1 output ([`check_api`], [`check`]).
+//! Before it is returned, every output passes [`check`]: the replica id and comm_r, the comm_d
+//! and comm_r_last paths and every challenged label recomputed from its parents' columns
+//! (filecoin-proofs' vanilla verification checks neither; the circuit does), then
+//! filecoin-proofs' `verify_all_partitions`. The same check takes an existing C1 output
+//! ([`check_api`], [`check`]); a failure names the partition, the challenge and the layer or
+//! the opening.
 //!
 //! SynthPoRep and NI-PoRep are refused ([`Error::NotInteractive`]): their challenges are
 //! derived from comm_r. API 1.0 and 1.1 are filecoin-proofs-api's registered proofs (`V1`,
