@@ -42,6 +42,13 @@ pub struct RequestSpec {
     /// `vanilla_proof`.
     #[arg(long)]
     pub vanilla_proof_file: Option<PathBuf>,
+    /// PoRep C2 of a C1 output file: filecoin-proofs-api's `SealCommitPhase1Output` JSON,
+    /// or Curio's (lotus-bench's) envelope `{"SectorNum", "Phase1Out", "SectorSize"}`, whose
+    /// sector number and size are used unless given. The same as `--proof-kind
+    /// porep_seal_commit --vanilla-proof-file FILE`; `--miner-id` is still needed (the
+    /// prover id is derived from it).
+    #[arg(long, value_name = "FILE")]
+    pub c1: Option<PathBuf>,
     /// PoSt and SnapDeals: one file per vanilla proof (repeatable, in order), sent as
     /// `vanilla_proofs`: a bincode `FallbackPoStSectorProof` per challenged sector, or a
     /// bincode `PartitionProof` per SnapDeals partition.
@@ -106,10 +113,14 @@ impl RequestSpec {
                     toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
                 // Paths in a request file are relative to the file.
                 let base = path.parent().unwrap_or(Path::new("."));
-                for p in [&mut spec.input_file, &mut spec.vanilla_proof_file]
-                    .into_iter()
-                    .flatten()
-                    .chain(spec.vanilla_proofs_files.iter_mut())
+                for p in [
+                    &mut spec.input_file,
+                    &mut spec.vanilla_proof_file,
+                    &mut spec.c1,
+                ]
+                .into_iter()
+                .flatten()
+                .chain(spec.vanilla_proofs_files.iter_mut())
                 {
                     *p = base.join(&*p);
                 }
@@ -125,6 +136,7 @@ impl RequestSpec {
             input_file,
             proof_kind,
             vanilla_proof_file,
+            c1,
             randomness_hex,
             partition_index,
             comm_r_old,
@@ -142,7 +154,40 @@ impl RequestSpec {
         }
         spec.fields.extend(self.fields.clone());
         spec.fields.extend(self.field_flags.iter().cloned());
+        if let Some(path) = spec.c1.clone() {
+            spec.apply_c1(&path)?;
+        }
         Ok(spec)
+    }
+
+    /// Turns `--c1 FILE` into the PoRep C2 request it stands for (see [`RequestSpec::c1`]).
+    fn apply_c1(&mut self, path: &Path) -> Result<()> {
+        if self.circuit.is_some() || self.vanilla_proof_file.is_some() {
+            bail!("--c1 names what to prove: give it without --circuit or --vanilla-proof-file");
+        }
+        match self.proof_kind.as_deref() {
+            None => self.proof_kind = Some("porep_seal_commit".into()),
+            Some(k) if k.eq_ignore_ascii_case("porep_seal_commit") => {}
+            Some(k) => bail!("--c1 is a PoRep C2 input, not one for --proof-kind {k}"),
+        }
+        let envelope = read_envelope(path)?;
+        if let Some(envelope) = envelope {
+            self.sector_number.get_or_insert(envelope.sector_num);
+            if let Some(size) = envelope.sector_size {
+                self.sector_size.get_or_insert(size);
+            }
+        }
+        if self.sector_number.is_none() {
+            bail!(
+                "{} is a bare C1 output, which names no sector number: give --sector-number",
+                path.display()
+            );
+        }
+        if self.miner_id.is_none() {
+            bail!("--c1 needs --miner-id: the miner the sector belongs to (the prover id comes from it)");
+        }
+        self.vanilla_proof_file = Some(path.to_path_buf());
+        Ok(())
     }
 
     /// Whether anything says what to prove.
@@ -225,6 +270,34 @@ impl RequestSpec {
     }
 }
 
+/// The sector fields of Curio's C1 envelope (its `Phase1Out` is left to the daemon).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "SectorNum")]
+    sector_num: u64,
+    #[serde(rename = "SectorSize")]
+    sector_size: Option<u64>,
+}
+
+/// The envelope's sector fields when `path` holds Curio's envelope; `None` for a bare C1
+/// output (which starts with `registered_proof` and has no `SectorNum`).
+fn read_envelope(path: &Path) -> Result<Option<Envelope>> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "SectorNum")]
+        sector_num: Option<u64>,
+        #[serde(rename = "SectorSize")]
+        sector_size: Option<u64>,
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let probe: Probe = serde_json::from_reader(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not a JSON C1 output", path.display()))?;
+    Ok(probe.sector_num.map(|sector_num| Envelope {
+        sector_num,
+        sector_size: probe.sector_size,
+    }))
+}
+
 pub(crate) fn decode_hex(text: &str) -> Result<Vec<u8>> {
     let text = text.trim();
     if !text.len().is_multiple_of(2) {
@@ -301,5 +374,67 @@ mod tests {
         assert!(format!("{:#}", odd.to_submit().unwrap_err()).contains("--randomness-hex"));
         assert_eq!(parse_field("seed=3"), Ok(("seed".into(), 3)));
         assert!(parse_field("seed").is_err());
+    }
+
+    #[test]
+    fn a_c1_file_is_a_porep_request_with_the_envelopes_sector() {
+        let dir = tempfile::tempdir().unwrap();
+        let envelope = dir.path().join("c1.json");
+        let text = r#"{"SectorNum":7,"Phase1Out":"e30=","SectorSize":2048}"#;
+        std::fs::write(&envelope, text).unwrap();
+        let flags = RequestSpec {
+            c1: Some(envelope.clone()),
+            miner_id: Some(1000),
+            ..RequestSpec::default()
+        };
+        let r = flags.resolve().unwrap().to_submit().unwrap();
+        assert_eq!(r.proof_kind(), ProofKind::PorepSealCommit);
+        assert_eq!(
+            (r.sector_number, r.sector_size, r.miner_id),
+            (7, 2048, 1000)
+        );
+        assert_eq!(r.vanilla_proof, text.as_bytes());
+        // Flags win over the envelope.
+        let given = RequestSpec {
+            sector_number: Some(9),
+            ..flags.clone()
+        };
+        assert_eq!(
+            given.resolve().unwrap().to_submit().unwrap().sector_number,
+            9
+        );
+        // Without a miner, or with another kind: refused, saying why.
+        let no_miner = RequestSpec {
+            miner_id: None,
+            ..flags.clone()
+        };
+        assert!(format!("{:#}", no_miner.resolve().unwrap_err()).contains("--miner-id"));
+        let other = RequestSpec {
+            proof_kind: Some("winning_post".into()),
+            ..flags.clone()
+        };
+        assert!(format!("{:#}", other.resolve().unwrap_err()).contains("winning_post"));
+        // A bare C1 output names no sector.
+        let bare = dir.path().join("bare.json");
+        std::fs::write(&bare, r#"{"registered_proof":"StackedDrg2KiBV1_1"}"#).unwrap();
+        let bare_flags = RequestSpec {
+            c1: Some(bare.clone()),
+            ..flags.clone()
+        };
+        assert!(format!("{:#}", bare_flags.resolve().unwrap_err()).contains("--sector-number"));
+        let numbered = RequestSpec {
+            sector_number: Some(3),
+            ..bare_flags
+        };
+        let r = numbered.resolve().unwrap().to_submit().unwrap();
+        assert_eq!((r.sector_number, r.sector_size), (3, 0));
+        // Not JSON at all.
+        let junk = dir.path().join("junk");
+        std::fs::write(&junk, b"\x00\x01").unwrap();
+        let junk_flags = RequestSpec {
+            c1: Some(junk),
+            ..flags
+        };
+        assert!(format!("{:#}", junk_flags.resolve().unwrap_err()).contains("not a JSON C1"));
     }
 }

@@ -342,28 +342,40 @@ impl ParamCache {
             });
         }
         let pce = Arc::new(self.pce(id, blank)?);
-        let mut generate_time = None;
-        if missing {
-            generate_time = Some(self.generate(id, &pce)?);
-        }
-        let read_start = Instant::now();
-        let mut params = self.read(&params_path, &record_path, may_generate)?;
-        if let Err(e) = check_shape(&params_path, &params, &pce) {
-            // Parameters cuzk generated for a test size are disposable: a circuit that
-            // changed shape since (a new filecoin-proofs, say) gets new ones.
-            if !(may_generate && record_path.exists()) {
-                return Err(e);
-            }
-            tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
-            generate_time = Some(self.generate(id, &pce)? + generate_time.unwrap_or_default());
-            params = self.read(&params_path, &record_path, may_generate)?;
+        // Parameters generated here are used as made (their files were written from them,
+        // and reading them back would only repeat the digest just computed); others are read
+        // from the folder and checked against the circuit.
+        let (params, generate_time) = if missing {
+            let (params, time) = self.generate(id, &pce)?;
             check_shape(&params_path, &params, &pce)?;
-        }
+            (params, Some(time))
+        } else {
+            let read_start = Instant::now();
+            let params = self.read(&params_path, &record_path, may_generate)?;
+            tracing::info!(
+                read_ms = read_start.elapsed().as_millis() as u64,
+                path = %params_path.display(),
+                "parameters read"
+            );
+            match check_shape(&params_path, &params, &pce) {
+                Ok(()) => (params, None),
+                // Parameters cuzk generated for a test size are disposable: a circuit that
+                // changed shape since (a new filecoin-proofs, say) gets new ones.
+                Err(e) if may_generate && record_path.exists() => {
+                    tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
+                    drop(params);
+                    let (params, time) = self.generate(id, &pce)?;
+                    check_shape(&params_path, &params, &pce)?;
+                    (params, Some(time))
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let pvk = cuzk_groth16::prepare_verifying_key(&params.vk);
         let params = Arc::new(PreparedParameters::from(params));
         tracing::info!(
-            read_ms = read_start.elapsed().as_millis() as u64,
             total_ms = start.elapsed().as_millis() as u64,
+            generated = generate_time.is_some(),
             path = %params_path.display(),
             "parameters loaded"
         );
@@ -455,8 +467,8 @@ impl ParamCache {
 
     /// Generates parameters with cuzk's generator (where the policy says) and writes
     /// `.params`, `.vk`, `.meta` and the generation record, each under a temporary name
-    /// renamed into place. Returns how long generating took (writing not included).
-    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<Duration> {
+    /// renamed into place. Returns them and how long generating took (writing not included).
+    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<(Parameters, Duration)> {
         let start = Instant::now();
         let generator = &self.policy.generator;
         tracing::info!(
@@ -499,7 +511,7 @@ impl ParamCache {
             write_ms = write_start.elapsed().as_millis() as u64,
             "parameters generated"
         );
-        Ok(generate_time)
+        Ok((params, generate_time))
     }
 }
 
