@@ -334,9 +334,11 @@ fn one_size<Tree: 'static + MerkleTreeTrait>(
         prove.push(out.timings.prove);
     }
 
-    // filecoin-proofs' own C2: bellperson on the CPU, the same parameters.
+    // filecoin-proofs' own C2: bellperson on the CPU, the same parameters (from the file,
+    // which the cache may still be writing when it generated them).
     let (mut fp_first_s, mut fp_s, mut bp_synth_s) = (None, None, None);
     if !args.skip_cpu {
+        cache.wait_for_writes();
         log.take();
         let fp = |run: &str| -> Result<Duration> {
             let t = Instant::now();

@@ -75,7 +75,7 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let host = settings.host_budget.capacity()?;
     let (backend, budget) = backend(&settings, host)?;
-    let registry = registry(&settings, &*backend);
+    let (registry, param_writes) = registry(&settings, &*backend);
     let scheduler = Arc::new(Scheduler::start(
         settings.scheduler.clone(),
         backend,
@@ -200,6 +200,9 @@ pub async fn run(
         stopped = report.stopped,
         "jobs settled"
     );
+    // Parameter files generated in this run are written before it ends, so that the next
+    // start finds them instead of generating again.
+    let _ = tokio::task::spawn_blocking(move || param_writes.wait()).await;
     if !server.is_finished()
         && tokio::time::timeout(DELIVERY_GRACE, &mut server)
             .await
@@ -228,11 +231,11 @@ pub enum Resolved {
 /// The built-in circuits and, with the `filecoin` feature, the four Filecoin proof kinds over
 /// the configured parameter folder, whose missing test parameters the backend's generator
 /// makes (the GPU's on the CUDA backend unless `[cuda] paramgen = "cpu"`).
-fn registry(settings: &Settings, backend: &dyn AnyBackend) -> Registry {
+fn registry(settings: &Settings, backend: &dyn AnyBackend) -> (Registry, ParamWrites) {
     #[cfg_attr(not(feature = "filecoin"), allow(unused_mut))] // only the feature adds kinds
     let mut registry = Registry::with_builtins();
     #[cfg(feature = "filecoin")]
-    {
+    let writes = {
         use cuzk_filecoin::{CachePolicy, DigestCheck, FilecoinKind, Generator, ParamCache};
         let f = &settings.filecoin;
         let generator = Generator::of(backend);
@@ -254,15 +257,33 @@ fn registry(settings: &Settings, backend: &dyn AnyBackend) -> Registry {
             "Filecoin proof kinds served"
         );
         let cache = Arc::new(ParamCache::with_policy(&f.param_dir, policy));
-        for kind in FilecoinKind::all(cache) {
+        for kind in FilecoinKind::all(Arc::clone(&cache)) {
             registry
                 .register(Arc::new(kind))
                 .expect("the Filecoin kinds' names differ from the built-ins'");
         }
-    }
+        ParamWrites(Some(cache))
+    };
     #[cfg(not(feature = "filecoin"))]
-    let _ = (settings, backend);
-    registry
+    let writes = {
+        let _ = (settings, backend);
+        ParamWrites::default()
+    };
+    (registry, writes)
+}
+
+/// The Filecoin parameter cache, whose generated parameter files the daemon waits for
+/// before it exits.
+#[derive(Default)]
+struct ParamWrites(#[cfg(feature = "filecoin")] Option<Arc<cuzk_filecoin::ParamCache>>);
+
+impl ParamWrites {
+    fn wait(&self) {
+        #[cfg(feature = "filecoin")]
+        if let Some(cache) = &self.0 {
+            cache.wait_for_writes();
+        }
+    }
 }
 
 /// Resolves the configured backend: `auto` is CUDA when the driver reports a device.

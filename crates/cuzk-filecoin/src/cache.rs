@@ -18,6 +18,11 @@
 //! the policy allows generation for its sector size, the record cuzk wrote when it generated
 //! it; otherwise it is refused unless digest checks are skipped explicitly.
 
+mod files;
+
+pub use files::file_digest;
+use files::{write_atomic, DigestReader, Writer};
+
 use crate::adapter::Sequential;
 use crate::error::{BackendError, Error, ProofKind, Result};
 use crate::progress::Ticker;
@@ -29,9 +34,10 @@ use cuzk_synth::Pce;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use storage_proofs_core::parameter_cache::{self, VERSION};
 
@@ -202,11 +208,23 @@ pub struct CircuitKeys {
 type Slot = Arc<Mutex<Option<Arc<CircuitKeys>>>>;
 
 /// A Filecoin parameter folder and the circuits loaded from it.
+///
+/// Parameters it generates are proved with at once; their `.params` file and generation
+/// record are written by a thread holding the circuit's file lock (another process loading
+/// that circuit waits for it), which [`ParamCache::wait_for_writes`] and dropping the cache
+/// wait for.
 #[derive(Debug)]
 pub struct ParamCache {
     dir: PathBuf,
     policy: CachePolicy,
     slots: Mutex<HashMap<String, Slot>>,
+    writers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for ParamCache {
+    fn drop(&mut self) {
+        self.wait_for_writes();
+    }
 }
 
 impl ParamCache {
@@ -221,6 +239,19 @@ impl ParamCache {
             dir: dir.into(),
             policy,
             slots: Mutex::new(HashMap::new()),
+            writers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits until the parameter files this cache generated are written (a failed write
+    /// was logged, and leaves no file: the next load generates again).
+    pub fn wait_for_writes(&self) {
+        let writers =
+            std::mem::take(&mut *self.writers.lock().unwrap_or_else(PoisonError::into_inner));
+        for writer in writers {
+            if writer.join().is_err() {
+                tracing::warn!("a parameter file writer panicked; its file was not written");
+            }
         }
     }
 
@@ -272,6 +303,7 @@ impl ParamCache {
     /// generates them again; true if there were any. The loaded copy, if any, stays until
     /// [`ParamCache::evict`].
     pub fn remove_generated(&self, id: &CircuitId) -> io::Result<bool> {
+        self.wait_for_writes();
         if !self.dir.join(id.generation_record_file()).exists() {
             return Ok(false);
         }
@@ -327,8 +359,9 @@ impl ParamCache {
         let start = Instant::now();
         fs::create_dir_all(&self.dir).map_err(Error::io(&self.dir))?;
         // Another process may be creating this circuit's files; wait for it. A read-only
-        // folder cannot be locked, nor written, so nothing is created there anyway.
-        let _lock = self.lock_circuit(id);
+        // folder cannot be locked, nor written, so nothing is created there anyway. Held
+        // until this load ends, or by the thread writing what it generates.
+        let lock = self.lock_circuit(id);
 
         let params_path = self.dir.join(id.params_file());
         let record_path = self.dir.join(id.generation_record_file());
@@ -342,12 +375,10 @@ impl ParamCache {
             });
         }
         let pce = Arc::new(self.pce(id, blank)?);
-        // Parameters generated here are used as made (their files were written from them,
-        // and reading them back would only repeat the digest just computed); others are read
-        // from the folder and checked against the circuit.
+        // Parameters generated here are used as made (their files are written from them);
+        // others are read from the folder and checked against the circuit.
         let (params, generate_time) = if missing {
-            let (params, time) = self.generate(id, &pce)?;
-            check_shape(&params_path, &params, &pce)?;
+            let (params, time) = self.generate(id, &pce, lock)?;
             (params, Some(time))
         } else {
             let read_start = Instant::now();
@@ -357,22 +388,21 @@ impl ParamCache {
                 path = %params_path.display(),
                 "parameters read"
             );
-            match check_shape(&params_path, &params, &pce) {
-                Ok(()) => (params, None),
+            match check_shape(&params_path, params.vk.ic.len(), params.l.len(), &pce) {
+                Ok(()) => (Arc::new(PreparedParameters::from(params)), None),
                 // Parameters cuzk generated for a test size are disposable: a circuit that
                 // changed shape since (a new filecoin-proofs, say) gets new ones.
                 Err(e) if may_generate && record_path.exists() => {
                     tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
                     drop(params);
-                    let (params, time) = self.generate(id, &pce)?;
-                    check_shape(&params_path, &params, &pce)?;
+                    let (params, time) = self.generate(id, &pce, lock)?;
                     (params, Some(time))
                 }
                 Err(e) => return Err(e),
             }
         };
-        let pvk = cuzk_groth16::prepare_verifying_key(&params.vk);
-        let params = Arc::new(PreparedParameters::from(params));
+        check_shape(&params_path, params.vk().ic.len(), params.l().len(), &pce)?;
+        let pvk = cuzk_groth16::prepare_verifying_key(params.vk());
         tracing::info!(
             total_ms = start.elapsed().as_millis() as u64,
             generated = generate_time.is_some(),
@@ -465,10 +495,16 @@ impl ParamCache {
         Ok(pce)
     }
 
-    /// Generates parameters with cuzk's generator (where the policy says) and writes
-    /// `.params`, `.vk`, `.meta` and the generation record, each under a temporary name
-    /// renamed into place. Returns them and how long generating took (writing not included).
-    fn generate(&self, id: &CircuitId, pce: &Pce) -> Result<(Parameters, Duration)> {
+    /// Generates parameters with cuzk's generator (where the policy says) and writes `.vk`
+    /// and `.meta` (small: verifiers read the first), then has a thread holding `lock` write
+    /// `.params` and the generation record (which names both digests), each under a
+    /// temporary name renamed into place. Returns them and how long generating took.
+    fn generate(
+        &self,
+        id: &CircuitId,
+        pce: &Pce,
+        lock: Option<File>,
+    ) -> Result<(Arc<PreparedParameters>, Duration)> {
         let start = Instant::now();
         let generator = &self.policy.generator;
         tracing::info!(
@@ -486,31 +522,39 @@ impl ParamCache {
         };
         let generate_time = start.elapsed();
         let gen_ms = generate_time.as_millis() as u64;
+        let params = Arc::new(PreparedParameters::from(params));
         let write_start = Instant::now();
-        let vk_digest = write_atomic(&self.dir.join(id.vk_file()), |w| params.vk.write(w))?;
-        let params_digest = write_atomic(&self.dir.join(id.params_file()), |w| params.write(w))?;
+        let vk_digest = write_atomic(&self.dir.join(id.vk_file()), |w| params.vk().write(w))?;
         let meta = parameter_cache::CacheEntryMetadata {
             sector_size: id.sector_size,
         };
         write_atomic(&self.dir.join(id.meta_file()), |w| {
             serde_json::to_writer(w, &meta).map_err(io::Error::other)
         })?;
-        let record = GenerationRecord {
-            params_digest,
-            vk_digest,
-            sector_size: id.sector_size,
-            generator: format!("cuzk {} ({made_by})", env!("CARGO_PKG_VERSION")),
-        };
-        write_atomic(&self.dir.join(id.generation_record_file()), |w| {
-            serde_json::to_writer_pretty(w, &record).map_err(io::Error::other)
-        })?;
         tracing::info!(
             circuit = %id,
             generator = %made_by,
             generate_ms = gen_ms,
             write_ms = write_start.elapsed().as_millis() as u64,
-            "parameters generated"
+            "parameters generated (their .params file is being written)"
         );
+        let writer = Writer {
+            dir: self.dir.clone(),
+            id: id.clone(),
+            params: Arc::clone(&params),
+            vk_digest,
+            generator: format!("cuzk {} ({made_by})", env!("CARGO_PKG_VERSION")),
+            lock,
+        };
+        let span = tracing::Span::current();
+        let handle = std::thread::Builder::new()
+            .name("cuzk-param-write".into())
+            .spawn(move || span.in_scope(|| writer.run()))
+            .map_err(Error::io(&self.dir))?;
+        self.writers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(handle);
         Ok((params, generate_time))
     }
 }
@@ -616,14 +660,10 @@ fn read_params(path: &Path, expected: Option<Expected>) -> Result<Parameters> {
     })
 }
 
-fn check_shape(path: &Path, params: &Parameters, pce: &Pce) -> Result<()> {
+fn check_shape(path: &Path, ic: usize, l: usize, pce: &Pce) -> Result<()> {
     let checks = [
-        (
-            "public inputs (ONE included)",
-            pce.num_inputs,
-            params.vk.ic.len(),
-        ),
-        ("aux variables (L query)", pce.num_aux, params.l.len()),
+        ("public inputs (ONE included)", pce.num_inputs, ic),
+        ("aux variables (L query)", pce.num_aux, l),
     ];
     for (what, expected, found) in checks {
         if expected != found {
@@ -636,93 +676,4 @@ fn check_shape(path: &Path, params: &Parameters, pce: &Pce) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// filecoin-proofs' digest of a file: the first 128 bits of its BLAKE2b-512, hex.
-pub fn file_digest(path: &Path) -> Result<String> {
-    let file = File::open(path).map_err(Error::io(path))?;
-    let mut reader = DigestReader::new(BufReader::with_capacity(IO_BUFFER, file));
-    io::copy(&mut reader, &mut io::sink()).map_err(Error::io(path))?;
-    Ok(reader.hex_digest())
-}
-
-fn hex_digest(state: &blake2b_simd::State) -> String {
-    state.finalize().to_hex()[..32].to_string()
-}
-
-/// A reader that hashes everything read through it.
-struct DigestReader<R> {
-    inner: R,
-    state: blake2b_simd::State,
-}
-
-impl<R: Read> DigestReader<R> {
-    fn new(inner: R) -> Self {
-        DigestReader {
-            inner,
-            state: blake2b_simd::Params::new().to_state(),
-        }
-    }
-
-    fn hex_digest(&self) -> String {
-        hex_digest(&self.state)
-    }
-}
-
-impl<R: Read> Read for DigestReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.state.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// A writer that hashes everything written through it.
-struct DigestWriter<W> {
-    inner: W,
-    state: blake2b_simd::State,
-}
-
-impl<W: Write> Write for DigestWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.state.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Writes `path` through `write` under a temporary name, renames it into place, and returns
-/// the file's digest. Readers never see a partial file under the final name.
-fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut DigestWriter<BufWriter<File>>) -> io::Result<()>,
-) -> Result<String> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".partial-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let file = File::create(&tmp)?;
-        let mut w = DigestWriter {
-            inner: BufWriter::with_capacity(IO_BUFFER, file),
-            state: blake2b_simd::Params::new().to_state(),
-        };
-        write(&mut w)?;
-        w.flush()?;
-        w.inner.get_ref().sync_all()?;
-        Ok(hex_digest(&w.state))
-    })();
-    let digest = match result {
-        Ok(d) => d,
-        Err(source) => {
-            // Best effort: the write error is what the caller needs to see.
-            let _ = fs::remove_file(&tmp);
-            return Err(Error::Io { path: tmp, source });
-        }
-    };
-    fs::rename(&tmp, path).map_err(Error::io(path))?;
-    Ok(digest)
 }

@@ -315,15 +315,18 @@ fn winning_circuit_id() -> Result<CircuitId> {
     })
 }
 
-/// Loads the 2KiB WinningPoSt circuit from `cache`.
+/// Loads the 2KiB WinningPoSt circuit from `cache`, with its files written when it
+/// generated them.
 fn load_winning(cache: &ParamCache) -> Result<(), Error> {
     let config = RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
     let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
         .expect("public params");
     let id = winning_circuit_id().expect("circuit id");
-    cache
+    let loaded = cache
         .circuit(&id, || FallbackPoStCompound::<Tree>::blank_circuit(&pp))
-        .map(drop)
+        .map(drop);
+    cache.wait_for_writes();
+    loaded
 }
 
 #[test]

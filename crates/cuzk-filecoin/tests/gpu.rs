@@ -362,6 +362,7 @@ fn gpu_missing_parameters_are_generated_on_the_gpu() -> Result<()> {
         sector_size: filecoin_proofs::SECTOR_SIZE_2_KIB,
     };
     fresh.circuit(&id, || FallbackPoStCompound::<Tree>::blank_circuit(&pp))?;
+    fresh.wait_for_writes();
     let record = std::fs::read_to_string(dir.path().join(id.generation_record_file()))?;
     assert!(record.contains("(gpu)"), "{record}");
     Ok(())

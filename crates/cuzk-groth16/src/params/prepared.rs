@@ -2,10 +2,16 @@
 //! multi-scalar multiplication reads directly: provers take these, so no proof pays for
 //! the conversion.
 
+use super::codec::{write_len, write_points, UncompressedPoint};
 use super::{Parameters, VerifyingKey};
 use blst::{blst_p1_affine, blst_p2_affine};
+use cuzk_field::{Fp, Fp2, G1Affine, G2Affine};
 use rayon::prelude::*;
 use std::fmt;
+use std::io::{self, Write};
+
+/// Points converted back per batch while writing.
+const WRITE_BATCH: usize = 1 << 15;
 
 /// [`Parameters`] ready for proving: the verifying key plus every query in blst layout.
 #[derive(Clone)]
@@ -88,6 +94,17 @@ where
 }
 
 impl PreparedParameters {
+    /// Writes the parameters in bellperson's format: the same bytes as [`Parameters::write`]
+    /// of the parameters these were prepared from, without converting them back whole.
+    pub fn write<W: Write>(&self, mut writer: W) -> io::Result<()> {
+        self.vk.write(&mut writer)?;
+        write_section(&mut writer, &self.h, g1_of)?;
+        write_section(&mut writer, &self.l, g1_of)?;
+        write_section(&mut writer, &self.a, g1_of)?;
+        write_section(&mut writer, &self.b_g1, g1_of)?;
+        write_section(&mut writer, &self.b_g2, g2_of)
+    }
+
     /// The verifying key.
     pub fn vk(&self) -> &VerifyingKey {
         &self.vk
@@ -117,4 +134,39 @@ impl PreparedParameters {
     pub fn b_g2(&self) -> &[blst_p2_affine] {
         &self.b_g2
     }
+}
+
+/// One section (length, then the points), converted to blstrs' affine points a batch at a time.
+fn write_section<B: Sync, P: UncompressedPoint, W: Write>(
+    writer: &mut W,
+    points: &[B],
+    convert: fn(&B) -> P,
+) -> io::Result<()> {
+    write_len(writer, points.len())?;
+    for batch in points.chunks(WRITE_BATCH) {
+        let converted: Vec<P> = batch.par_iter().map(convert).collect();
+        write_points(writer, &converted)?;
+    }
+    Ok(())
+}
+
+/// The blstrs point with blst point `p`'s coordinates (Montgomery limbs both; blst's affine
+/// identity, (0, 0), is blstrs' identity too).
+fn g1_of(p: &blst_p1_affine) -> G1Affine {
+    G1Affine::from_raw_unchecked(
+        Fp::from_raw_unchecked(p.x.l),
+        Fp::from_raw_unchecked(p.y.l),
+        false,
+    )
+}
+
+/// [`g1_of`] in G2.
+fn g2_of(p: &blst_p2_affine) -> G2Affine {
+    let fp2 = |c: &blst::blst_fp2| {
+        Fp2::new(
+            Fp::from_raw_unchecked(c.fp[0].l),
+            Fp::from_raw_unchecked(c.fp[1].l),
+        )
+    };
+    G2Affine::from_raw_unchecked(fp2(&p.x), fp2(&p.y), false)
 }

@@ -76,6 +76,19 @@ fn round_trip_checked_and_unchecked() {
 }
 
 #[test]
+fn prepared_parameters_write_the_same_bytes() {
+    let mut params = random_params(11);
+    // An identity point in a query, as B of an unused variable can be.
+    params.b_g2[1] = G2Affine::identity();
+    params.b_g1[2] = G1Affine::identity();
+    let mut prepared = Vec::new();
+    PreparedParameters::from(&params)
+        .write(&mut prepared)
+        .unwrap();
+    assert_eq!(prepared, to_bytes(&params));
+}
+
+#[test]
 fn file_round_trip() {
     let p = random_params(2);
     let dir = tempfile::tempdir().unwrap();

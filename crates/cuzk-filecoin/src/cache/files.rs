@@ -1,0 +1,147 @@
+//! The cache's file I/O: filecoin-proofs' BLAKE2b digests of files read and written,
+//! writes under a temporary name renamed into place, and the thread that writes a generated
+//! circuit's parameter file.
+
+use super::{CircuitId, GenerationRecord, IO_BUFFER};
+use crate::error::{Error, Result};
+use cuzk_groth16::PreparedParameters;
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Writes a generated circuit's `.params` file, then its generation record, holding the
+/// circuit's file lock until both are in place.
+pub(super) struct Writer {
+    pub dir: PathBuf,
+    pub id: CircuitId,
+    pub params: Arc<PreparedParameters>,
+    pub vk_digest: String,
+    pub generator: String,
+    /// The circuit's file lock, released when both files are in place.
+    pub lock: Option<File>,
+}
+
+impl Writer {
+    pub fn run(self) {
+        let start = Instant::now();
+        let written = write_atomic(&self.dir.join(self.id.params_file()), |w| {
+            self.params.write(w)
+        })
+        .and_then(|params_digest| {
+            let record = GenerationRecord {
+                params_digest,
+                vk_digest: self.vk_digest.clone(),
+                sector_size: self.id.sector_size,
+                generator: self.generator.clone(),
+            };
+            write_atomic(&self.dir.join(self.id.generation_record_file()), |w| {
+                serde_json::to_writer_pretty(w, &record).map_err(io::Error::other)
+            })
+        });
+        match written {
+            Ok(_) => tracing::info!(
+                circuit = %self.id,
+                ms = start.elapsed().as_millis() as u64,
+                "generated parameter file written"
+            ),
+            Err(e) => tracing::warn!(
+                circuit = %self.id,
+                error = %e,
+                "generated parameter file not written; the next process generates again"
+            ),
+        }
+        // Only now may another process load the circuit from these files.
+        drop(self.lock);
+    }
+}
+
+/// filecoin-proofs' digest of a file: the first 128 bits of its BLAKE2b-512, hex.
+pub fn file_digest(path: &Path) -> Result<String> {
+    let file = File::open(path).map_err(Error::io(path))?;
+    let mut reader = DigestReader::new(BufReader::with_capacity(IO_BUFFER, file));
+    io::copy(&mut reader, &mut io::sink()).map_err(Error::io(path))?;
+    Ok(reader.hex_digest())
+}
+
+fn hex_digest(state: &blake2b_simd::State) -> String {
+    state.finalize().to_hex()[..32].to_string()
+}
+
+/// A reader that hashes everything read through it.
+pub(super) struct DigestReader<R> {
+    inner: R,
+    state: blake2b_simd::State,
+}
+
+impl<R: Read> DigestReader<R> {
+    pub(super) fn new(inner: R) -> Self {
+        DigestReader {
+            inner,
+            state: blake2b_simd::Params::new().to_state(),
+        }
+    }
+
+    pub(super) fn hex_digest(&self) -> String {
+        hex_digest(&self.state)
+    }
+}
+
+impl<R: Read> Read for DigestReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.state.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// A writer that hashes everything written through it.
+pub(super) struct DigestWriter<W> {
+    inner: W,
+    state: blake2b_simd::State,
+}
+
+impl<W: Write> Write for DigestWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.state.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes `path` through `write` under a temporary name, renames it into place, and returns
+/// the file's digest. Readers never see a partial file under the final name.
+pub(super) fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut DigestWriter<BufWriter<File>>) -> io::Result<()>,
+) -> Result<String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".partial-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let file = File::create(&tmp)?;
+        let mut w = DigestWriter {
+            inner: BufWriter::with_capacity(IO_BUFFER, file),
+            state: blake2b_simd::Params::new().to_state(),
+        };
+        write(&mut w)?;
+        w.flush()?;
+        w.inner.get_ref().sync_all()?;
+        Ok(hex_digest(&w.state))
+    })();
+    let digest = match result {
+        Ok(d) => d,
+        Err(source) => {
+            // Best effort: the write error is what the caller needs to see.
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::Io { path: tmp, source });
+        }
+    };
+    fs::rename(&tmp, path).map_err(Error::io(path))?;
+    Ok(digest)
+}
