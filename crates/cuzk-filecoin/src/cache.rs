@@ -376,10 +376,14 @@ impl ParamCache {
         }
         let pce = Arc::new(self.pce(id, blank)?);
         // Parameters generated here are used as made (their files are written from them);
-        // others are read from the folder and checked against the circuit.
-        let (params, generate_time) = if missing {
+        // others are read from the folder. Either are checked against the circuit.
+        let generated = |lock| -> Result<(Arc<PreparedParameters>, Option<Duration>)> {
             let (params, time) = self.generate(id, &pce, lock)?;
-            (params, Some(time))
+            check_shape(&params_path, params.vk().ic.len(), params.l().len(), &pce)?;
+            Ok((params, Some(time)))
+        };
+        let (params, generate_time) = if missing {
+            generated(lock)?
         } else {
             let read_start = Instant::now();
             let params = self.read(&params_path, &record_path, may_generate)?;
@@ -395,13 +399,11 @@ impl ParamCache {
                 Err(e) if may_generate && record_path.exists() => {
                     tracing::warn!(error = %e, "generated parameters no longer fit the circuit; generating again");
                     drop(params);
-                    let (params, time) = self.generate(id, &pce, lock)?;
-                    (params, Some(time))
+                    generated(lock)?
                 }
                 Err(e) => return Err(e),
             }
         };
-        check_shape(&params_path, params.vk().ic.len(), params.l().len(), &pce)?;
         let pvk = cuzk_groth16::prepare_verifying_key(params.vk());
         tracing::info!(
             total_ms = start.elapsed().as_millis() as u64,

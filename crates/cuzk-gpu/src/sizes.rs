@@ -75,11 +75,15 @@ impl Queries {
     }
 
     /// The pinned buffers of one witness set, in bytes: a, b, c, the aux assignment, the A
-    /// scalars, the B scalars (the prover keeps one spare element in an empty buffer).
+    /// scalars, the B scalars, as the prover takes them ([`cuzk_prover::witness_buffer_bytes`]).
     pub fn pinned_buffers(&self) -> [u64; 6] {
-        let n = SCALAR * self.domain();
-        let the = |len: u64| SCALAR * len.max(1);
-        [n, n, n, the(self.l), the(self.a), the(self.b_g1)]
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        cuzk_prover::witness_buffer_bytes(
+            count(self.domain()),
+            count(self.l),
+            count(self.a),
+            count(self.b_g1),
+        )
     }
 }
 

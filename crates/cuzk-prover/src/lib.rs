@@ -37,5 +37,5 @@ pub use paramgen::{
     DeviceQueries, GpuGenerated, GpuParamgenConfig,
 };
 pub use params::{DeviceParameters, Residency};
-pub use prep::PreparedWitness;
+pub use prep::{witness_buffer_bytes, PreparedWitness};
 pub use prover::{GpuProver, GpuProverConfig, ProofTimings};

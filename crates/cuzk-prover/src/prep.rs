@@ -40,13 +40,20 @@ impl Lengths {
         }
     }
 
-    /// Bytes of each pinned buffer of a set, in the order [`Buffers`] takes them (the
-    /// driver refuses empty allocations, so each keeps at least one element).
+    /// Bytes of each pinned buffer of a set (see [`witness_buffer_bytes`]).
     pub(crate) fn buffer_bytes(&self) -> [u64; 6] {
-        let bytes = |len: usize| (len.max(1) * std::mem::size_of::<FrRepr>()) as u64;
-        let n = bytes(self.n);
-        [n, n, n, bytes(self.aux), bytes(self.a), bytes(self.b)]
+        witness_buffer_bytes(self.n, self.aux, self.a, self.b)
     }
+}
+
+/// Bytes of each pinned buffer of one prepared witness, in the order the prover takes them
+/// from the pool: a, b and c over a domain of `domain` elements, the `aux` assignment, the
+/// `a` scalars of the A query and the `b` of the B queries. Each keeps at least one element
+/// (the driver refuses empty allocations).
+pub fn witness_buffer_bytes(domain: usize, aux: usize, a: usize, b: usize) -> [u64; 6] {
+    let bytes = |len: usize| (len.max(1) * std::mem::size_of::<FrRepr>()) as u64;
+    let n = bytes(domain);
+    [n, n, n, bytes(aux), bytes(a), bytes(b)]
 }
 
 /// The pinned buffers of one witness, lent by the device's pinned pool (returned to it, not
@@ -121,12 +128,8 @@ pub(crate) fn prepare(
         ));
     }
     let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
-    let lengths = Lengths {
-        n: 1 << log_n,
-        aux: witness.aux.len(),
-        a: shape.a,
-        b: shape.b_g1,
-    };
+    // The checks above tie the domain (2^log_n = h + 1) and the aux count (l) to the shape.
+    let lengths = Lengths::of(shape);
     let mut buffers = Buffers::take(pool, lengths)?;
 
     let start = Instant::now();

@@ -98,11 +98,11 @@ impl PreparedParameters {
     /// of the parameters these were prepared from, without converting them back whole.
     pub fn write<W: Write>(&self, mut writer: W) -> io::Result<()> {
         self.vk.write(&mut writer)?;
-        write_section(&mut writer, &self.h, g1_of)?;
-        write_section(&mut writer, &self.l, g1_of)?;
-        write_section(&mut writer, &self.a, g1_of)?;
-        write_section(&mut writer, &self.b_g1, g1_of)?;
-        write_section(&mut writer, &self.b_g2, g2_of)
+        write_converted(&mut writer, &self.h, g1_of)?;
+        write_converted(&mut writer, &self.l, g1_of)?;
+        write_converted(&mut writer, &self.a, g1_of)?;
+        write_converted(&mut writer, &self.b_g1, g1_of)?;
+        write_converted(&mut writer, &self.b_g2, g2_of)
     }
 
     /// The verifying key.
@@ -137,7 +137,7 @@ impl PreparedParameters {
 }
 
 /// One section (length, then the points), converted to blstrs' affine points a batch at a time.
-fn write_section<B: Sync, P: UncompressedPoint, W: Write>(
+fn write_converted<B: Sync, P: UncompressedPoint, W: Write>(
     writer: &mut W,
     points: &[B],
     convert: fn(&B) -> P,
