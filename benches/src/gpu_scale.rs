@@ -5,6 +5,7 @@
 //! with N GPUs against one says how the proving side scales when synthesis is not in the loop
 //! (replayed inputs); the daemon's sweep (`run-sweep`) measures it with synthesis.
 
+use crate::stats::rss_peak_gib;
 use anyhow::{ensure, Context, Result};
 use cuzk_circuits::SyntheticPoRep;
 use cuzk_cuda::Device;
@@ -278,16 +279,4 @@ fn prove_all(
             })
             .collect()
     })
-}
-
-/// The process's peak resident memory (VmHWM), GiB; 0 where /proc is not there.
-fn rss_peak_gib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / (1u64 << 20) as f64)
 }

@@ -16,6 +16,7 @@ mod gpu_scale;
 mod host;
 mod logcap;
 mod paramgen;
+mod pce;
 #[cfg(feature = "cuda")]
 mod soak_c1;
 mod stats;
@@ -41,6 +42,9 @@ enum Cmd {
     /// A consistent PoRep C1 output for a sector that was never sealed (a C2 benchmark and test
     /// input): filecoin-proofs-api JSON or Curio's envelope, self-checked before it is written.
     FabricateC1(fabricate_c1::Args),
+    /// The PCE of Filecoin's PoRep circuit per sector size: shape, memory, recording time and
+    /// peak RSS; saved in and loaded back from a parameter cache with --work-dir.
+    Pce(pce::Args),
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
@@ -67,6 +71,7 @@ fn main() -> Result<()> {
         Cmd::Paramgen(args) => paramgen::run(&args),
         Cmd::Host(args) => host::run(&args),
         Cmd::FabricateC1(args) => fabricate_c1::run(&args),
+        Cmd::Pce(args) => pce::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]

@@ -20,6 +20,18 @@ pub fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
 
+/// The process's peak resident memory (VmHWM), GiB; 0 where /proc is not there.
+pub fn rss_peak_gib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / (1u64 << 20) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::median;

@@ -447,7 +447,11 @@ impl ParamCache {
     }
 
     /// Loads the PCE file or records the blank circuit (and saves it when allowed).
-    fn pce<C: Circuit<Scalar>>(&self, id: &CircuitId, blank: impl FnOnce() -> C) -> Result<Pce> {
+    pub(crate) fn pce<C: Circuit<Scalar>>(
+        &self,
+        id: &CircuitId,
+        blank: impl FnOnce() -> C,
+    ) -> Result<Pce> {
         let path = self.dir.join(id.pce_file());
         if self.policy.pce_on_disk && path.exists() {
             let start = Instant::now();

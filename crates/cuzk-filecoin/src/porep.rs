@@ -562,9 +562,31 @@ impl CircuitId {
     pub fn porep<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<CircuitId> {
         porep_circuit::<Tree>(config).map(|(id, _)| id)
     }
+
+    /// [`CircuitId::porep`] for the shape of `config`'s sector size.
+    pub fn porep_of(config: &PoRepConfig) -> Result<CircuitId> {
+        crate::with_shape!(u64::from(config.sector_size), porep_id_shaped, config)
+    }
+}
+
+fn porep_id_shaped<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<CircuitId> {
+    CircuitId::porep::<Tree>(config)
 }
 
 impl ParamCache {
+    /// The PCE of the PoRep circuit of `config` (any registered sector size) alone, without
+    /// its parameters: loaded from this cache's file, or recorded (and saved when the policy
+    /// keeps PCEs on disk) exactly as a first [`ParamCache::load_porep`] does. For measuring the
+    /// recording and for preparing a cache's PCE ahead of a run.
+    pub fn porep_pce(&self, config: &PoRepConfig) -> Result<(CircuitId, cuzk_synth::Pce)> {
+        crate::with_shape!(
+            u64::from(config.sector_size),
+            porep_pce_shaped,
+            self,
+            config
+        )
+    }
+
     /// Loads the PoRep circuit of `config` ahead of the first C2 (which then finds it
     /// loaded): parameters, PCE and verifying key, generated or recorded where the policy
     /// allows, exactly as a C2 request would.
@@ -580,6 +602,20 @@ impl ParamCache {
             >>::blank_circuit(&pub_params.vanilla_params)
         })
     }
+}
+
+fn porep_pce_shaped<Tree: 'static + MerkleTreeTrait>(
+    cache: &ParamCache,
+    config: &PoRepConfig,
+) -> Result<(CircuitId, cuzk_synth::Pce)> {
+    let (id, pub_params) = porep_circuit::<Tree>(config)?;
+    let pce = cache.pce(&id, || {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            StackedCircuit<Tree, DefaultPieceHasher>,
+        >>::blank_circuit(&pub_params.vanilla_params)
+    })?;
+    Ok((id, pce))
 }
 
 /// The PoRep circuit of `config`, for loading ahead of any request.
