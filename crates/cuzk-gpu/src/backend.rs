@@ -327,20 +327,14 @@ impl Backend for GpuBackend {
             if pin {
                 loaded.pin();
             }
-            // Pin the witness buffers now too (once per circuit and device, also when the
-            // parameters were generated there), so that the first proofs do not: pinning
-            // gigabytes stalls the device's other work. Two sets per lane: one proving and
-            // one prepared ahead, as the scheduler's default lookahead keeps them.
+            // Pay now, once per circuit and device (also when the parameters were generated
+            // there), what the first proofs would pay on first use: pinning gigabytes of
+            // witness buffers stalls the device's other work, and each lane builds its NTT
+            // tables on its first proof of a size. Two sets per lane (one proving, one
+            // prepared ahead, as the scheduler's default lookahead keeps them) and one more
+            // being prepared.
             if pin && loaded.claim_prewarm() {
-                let sets = 2 * device.lanes.len();
-                match device.preparer().prewarm(loaded.params(), sets) {
-                    Ok(stocked) => {
-                        tracing::info!(device = device.ordinal(), circuit = %setup.circuit_key, sets = stocked, "pinned pool pre-warmed")
-                    }
-                    Err(e) => {
-                        tracing::info!(device = device.ordinal(), error = %e, "pinned pool not fully pre-warmed")
-                    }
-                }
+                warm(device, &setup.circuit_key, loaded.params());
             }
             report.devices += 1;
             report.already += usize::from(already);
@@ -372,4 +366,31 @@ impl Backend for GpuBackend {
     fn device_stats(&self) -> Vec<DeviceStats> {
         self.inner.devices.iter().map(DeviceState::stats).collect()
     }
+}
+
+/// The pinned sets in the device's shared pool (through its preparer, which never proves)
+/// and [`cuzk_prover::GpuProver::warm`] for every lane: its NTT tables, and its MSM work
+/// buffers where it is unmetered. A step that fails is logged; proofs pay it themselves then.
+fn warm(device: &DeviceState, circuit: &str, params: &cuzk_prover::DeviceParameters) {
+    let sets = 2 * device.lanes.len() + 1;
+    let start = Instant::now();
+    let mut stocked = 0;
+    match device.preparer().prewarm(params, sets) {
+        Ok(sets) => stocked = sets,
+        Err(e) => {
+            tracing::info!(device = device.ordinal(), %circuit, error = %e, "pinned pool not fully pre-warmed")
+        }
+    }
+    for (lane, prover) in device.lanes.iter().enumerate() {
+        if let Err(e) = prover.warm(params, 0) {
+            tracing::info!(device = device.ordinal(), lane, %circuit, error = %e, "lane not warmed");
+        }
+    }
+    tracing::info!(
+        device = device.ordinal(),
+        %circuit,
+        sets = stocked,
+        ms = start.elapsed().as_millis() as u64,
+        "device warmed for the circuit"
+    );
 }

@@ -895,3 +895,84 @@ proptest! {
         host_bases_case::<G1>(&format!("fresh, allowance {allowance}"), &bases_host, &scalars, &cfg);
     }
 }
+
+/// Work buffers reserved ahead serve the calls of those shapes without allocating, and calls
+/// that alternate between a dense device plan and a split host plan settle on one workspace;
+/// the results are the reference's either way.
+fn reserved<C: MsmCurve>(n: usize, seed: u64) {
+    let g = gpu();
+    let engine = MsmEngine::new(&g.device).unwrap();
+    let bases_host = random_bases::<C>(n, seed);
+    let reprs: Vec<C::AffineRepr> = bases_host.iter().map(C::to_repr).collect();
+    let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
+    let dense = random_scalars(n, seed + 1);
+    let sparse = sparse_scalars(n, 0.6, 0.35, seed + 2);
+    let want_dense = cpu::msm::<C>(&bases_host, &dense).unwrap();
+    let want_sparse = cpu::msm::<C>(&bases_host, &sparse).unwrap();
+    let on_device = g.stream.upload(&to_reprs(&dense)).unwrap();
+    let mut pinned = g.device.alloc_pinned::<FrRepr>(n).unwrap();
+    pinned
+        .as_mut_slice()
+        .unwrap()
+        .copy_from_slice(&to_reprs(&sparse));
+    let cfg = config(Split::Auto);
+    let calls = |engine: &MsmEngine| {
+        let (d, _) = engine
+            .msm_with(&g.stream, &bases, Scalars::Device(&on_device), &cfg)
+            .unwrap();
+        let (s, info) = engine
+            .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &cfg)
+            .unwrap();
+        assert!(info.split, "{}: the sparse scalars should split", C::NAME);
+        assert_eq!(d, want_dense, "{} dense, device scalars", C::NAME);
+        assert_eq!(s, want_sparse, "{} sparse, pinned scalars", C::NAME);
+    };
+
+    // Unreserved: the first round allocates, later rounds do not.
+    calls(&engine);
+    let settled = engine.workspace_allocations();
+    assert!(settled >= 1);
+    calls(&engine);
+    calls(&engine);
+    assert_eq!(
+        engine.workspace_allocations(),
+        settled,
+        "{}: alternating plans reallocate",
+        C::NAME
+    );
+
+    // Reserved ahead on a fresh engine: the first round allocates nothing.
+    let engine = MsmEngine::new(&g.device).unwrap();
+    let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
+    let bytes = engine
+        .reserve::<C>(&g.stream, n, false, 0, &cfg)
+        .and_then(|_| engine.reserve::<C>(&g.stream, n, true, 0, &cfg))
+        .unwrap();
+    assert!(bytes > 0);
+    let reserved = engine.workspace_allocations();
+    let (d, _) = engine
+        .msm_with(&g.stream, &bases, Scalars::Device(&on_device), &cfg)
+        .unwrap();
+    let (s, _) = engine
+        .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &cfg)
+        .unwrap();
+    assert_eq!((d, s), (want_dense, want_sparse), "{} reserved", C::NAME);
+    assert_eq!(
+        engine.workspace_allocations(),
+        reserved,
+        "{}: a reserved shape allocated",
+        C::NAME
+    );
+    // Nothing to reserve for no points.
+    assert_eq!(
+        engine.reserve::<C>(&g.stream, 0, true, 0, &cfg).unwrap(),
+        bytes
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_reserved_workspaces_serve_first_calls_without_allocating() {
+    reserved::<G1>(1 << 16, 90);
+    reserved::<G2>(1 << 14, 91);
+}

@@ -38,4 +38,4 @@ pub use paramgen::{
 };
 pub use params::{DeviceParameters, Residency};
 pub use prep::{witness_buffer_bytes, PreparedWitness};
-pub use prover::{GpuProver, GpuProverConfig, ProofTimings};
+pub use prover::{GpuProver, GpuProverConfig, ProofTimings, Warmed};

@@ -12,13 +12,13 @@
 
 use crate::error::{Error, Result};
 use crate::params::{DeviceParameters, Queries, Residency, Store};
-use crate::prep::{prepare, Lengths, PreparedWitness};
+use crate::prep::{prepare, PreparedWitness};
 use crate::stage::{HostPoint, Stager, STAGE_BYTES};
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream, Timeline};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
 use cuzk_groth16::parts::{assemble, check_delta, Sums};
 use cuzk_groth16::{PreparedParameters, Proof};
-use cuzk_mem::{size_class, Budget, MemInfo, PinnedPool, PooledPinned, Reservation};
+use cuzk_mem::{Budget, MemInfo, PinnedPool, PooledPinned, Reservation};
 use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars};
 use cuzk_msm::{MsmCurve, G1, G2};
 use cuzk_ntt::gpu::NttEngine;
@@ -29,6 +29,9 @@ use std::ops::Range;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
+
+mod warm;
+pub use warm::Warmed;
 
 /// Device bytes an MSM may use for its work buffers when nothing else limits it.
 const DEFAULT_MSM_VRAM: u64 = 8 << 30;
@@ -682,24 +685,6 @@ impl GpuProver {
         if self.config.budget.is_some() {
             self.msm.release_workspaces();
         }
-    }
-
-    /// Pins up to `sets` witness buffer sets for `params` in the prover's pinned pool now,
-    /// no more than the pool holds (so stocking never evicts its own), so that the first proofs
-    /// do not pin them: pinning gigabytes takes seconds and holds up the device's other
-    /// work. Returns the sets stocked (0 when the pool has no room for one).
-    pub fn prewarm(&self, params: &DeviceParameters, sets: usize) -> Result<usize> {
-        let buffers = Lengths::of(&params.shape).buffer_bytes();
-        let classes: Option<Vec<u64>> = buffers.iter().map(|&b| size_class(b)).collect();
-        let Some(classes) = classes else {
-            return Ok(0);
-        };
-        let set_bytes: u64 = classes.iter().sum();
-        let fit = usize::try_from(self.pool.capacity() / set_bytes.max(1)).unwrap_or(usize::MAX);
-        let sets = sets.min(fit);
-        let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
-        self.pool.prewarm(&wanted)?;
-        Ok(sets)
     }
 
     /// The pinned pool the prover's witness buffers come from.

@@ -281,3 +281,50 @@ fn gpu_two_lanes_share_a_budget_that_fits_one_proof() {
         capacity - params_bytes
     );
 }
+
+/// After `warm`, the first proof of a parameter set allocates no MSM work buffers and pins
+/// nothing (its buffers were stocked), and its proof is the CPU reference's; under a VRAM
+/// budget warming builds the NTT tables only (each proof reserves its own MSM buffers).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_warmed_prover_first_proof_allocates_no_msm_buffers() {
+    let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
+    let porep = SyntheticPoRep::new((1 << 16) - 2, rand::random());
+    let inputs = porep.public_inputs();
+    let porep = case(porep, inputs, 7);
+    let prover = GpuProver::new(&device(), GpuProverConfig::default()).unwrap();
+    let params = prover.load(porep.params.clone()).unwrap();
+    let warmed = prover.warm(&params, 3).unwrap();
+    assert_eq!(warmed.sets, 3, "{warmed:?}");
+    assert!(warmed.workspace_bytes > 0, "{warmed:?}");
+    let allocations = prover.msm_workspace_allocations();
+    let misses = prover.pinned_pool().stats().misses;
+    check(&prover, &params, &porep, &mut rng);
+    check(&prover, &params, &porep, &mut rng);
+    assert_eq!(
+        prover.msm_workspace_allocations(),
+        allocations,
+        "a warmed prover's proofs allocated MSM work buffers"
+    );
+    assert_eq!(
+        prover.pinned_pool().stats().misses,
+        misses,
+        "a warmed prover's proofs pinned buffers"
+    );
+
+    let budget = Budget::new("vram 0 (test)", 8 << 30);
+    let metered = GpuProver::new(
+        &device(),
+        GpuProverConfig {
+            budget: Some(budget.clone()),
+            ..GpuProverConfig::default()
+        },
+    )
+    .unwrap();
+    let params = metered.load(porep.params.clone()).unwrap();
+    let warmed = metered.warm(&params, 1).unwrap();
+    assert_eq!(warmed.workspace_bytes, 0, "{warmed:?}");
+    check(&metered, &params, &porep, &mut rng);
+    drop(params);
+    assert_eq!(budget.used(), 0, "every reservation is released");
+}

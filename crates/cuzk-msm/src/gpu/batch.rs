@@ -171,7 +171,7 @@ impl MsmEngine {
             };
             let mut sizes = if shared { all } else { set.info.plan.sizes };
             sizes.result_points = sizes.result_points.max(slot_len);
-            let ws = workspace::<C>(&mut cache, stream, &sizes)?;
+            let ws = workspace::<C>(&mut cache, &self.allocations, stream, &sizes, None)?;
             let mut profile = self.profile(config);
             self.run::<C>(
                 stream,

@@ -150,7 +150,7 @@ impl MsmEngine {
         // the buffer's event, and the borrow keeps the points unchanged until this call has
         // waited for its last result, which comes after every chunk's MSM read its bases.
         let points = &bases.points.as_slice()?[..n];
-        let ws = workspace::<C>(&mut cache, stream, &cut.plan.sizes)?;
+        let ws = workspace::<C>(&mut cache, &self.allocations, stream, &cut.plan.sizes, None)?;
         let span = tracing::debug_span!(
             "msm_host_bases",
             group = C::NAME,

@@ -52,6 +52,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use workspace::Workspace;
 
@@ -209,6 +210,8 @@ pub struct MsmEngine {
     config: MsmConfig,
     /// One workspace per group, reused while large enough.
     workspaces: Mutex<HashMap<&'static str, Box<dyn Any + Send>>>,
+    /// Workspaces allocated so far ([`MsmEngine::workspace_allocations`]).
+    allocations: AtomicU64,
 }
 
 impl fmt::Debug for MsmEngine {
@@ -240,6 +243,7 @@ impl MsmEngine {
             copy: device.new_stream()?,
             config,
             workspaces: Mutex::new(HashMap::new()),
+            allocations: AtomicU64::new(0),
         })
     }
 
@@ -315,7 +319,13 @@ impl MsmEngine {
         if n == 0 {
             return Ok((C::Projective::identity(), info));
         }
-        let ws = workspace::<C>(&mut cache, stream, &plan.sizes)?;
+        let ws = workspace::<C>(
+            &mut cache,
+            &self.allocations,
+            stream,
+            &plan.sizes,
+            Some(allowance),
+        )?;
         let span = tracing::debug_span!(
             "msm",
             group = C::NAME,
@@ -397,6 +407,51 @@ impl MsmEngine {
             .then(|| Profile(cuzk_cuda::Timeline::new(&self.device)))
     }
 
+    /// Allocates now the work buffers an MSM of `n` points in group `C` will need (scalars
+    /// from the host, staged in pieces, when `host`; else read on the device), whether or not
+    /// it splits off zeros and ones, unless the cached ones already serve it: the first call
+    /// of that shape then allocates nothing. Workspaces reserved for several shapes in turn
+    /// grow to serve them all where they fit the allowance together. `beside`: device bytes
+    /// the calls will find allocated that are free now (a proof's a, b, c), left out of the
+    /// allowance so that the reserved buffers are those the calls' own plans ask for. Returns
+    /// the device bytes the group's workspace holds.
+    pub fn reserve<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        n: usize,
+        host: bool,
+        beside: usize,
+        config: &MsmConfig,
+    ) -> Result<usize, MsmError> {
+        let mut cache = lock(&self.workspaces);
+        if n > 0 {
+            for split in [false, true] {
+                let allowance = match config.vram_allowance {
+                    Some(a) => a,
+                    None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
+                };
+                let plan = self.plan::<C>(n, n, split, host, config, allowance)?;
+                workspace::<C>(
+                    &mut cache,
+                    &self.allocations,
+                    stream,
+                    &plan.sizes,
+                    Some(allowance),
+                )?;
+            }
+        }
+        Ok(cache
+            .get(C::NAME)
+            .and_then(|w| w.downcast_ref::<Workspace<C>>())
+            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>())))
+    }
+
+    /// How many times this engine has allocated a workspace (a call whose plan the cached
+    /// buffers did not serve, or a [`MsmEngine::reserve`]): steady calls add none.
+    pub fn workspace_allocations(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
     /// Frees the cached work buffers (the next call allocates again).
     pub fn release_workspaces(&self) {
         lock(&self.workspaces).clear();
@@ -442,19 +497,33 @@ fn resolve(scalars: Scalars<'_>, ordinal: usize) -> Result<Source<'_>, MsmError>
 }
 
 /// The cached workspace of group `C`, reallocated when it does not cover `sizes`.
+///
+/// With `room` (device bytes the call may use), a reallocation keeps the larger of each old
+/// and new buffer when both fit in `room` together, so that calls of different plans (a
+/// proof's sparse host MSMs and its dense device one) settle on one workspace that serves
+/// them all instead of reallocating gigabytes at every change of plan; without, or when they
+/// do not fit, the new workspace has exactly `sizes`.
 fn workspace<'c, C: MsmCurve>(
     cache: &'c mut HashMap<&'static str, Box<dyn Any + Send>>,
+    allocations: &AtomicU64,
     stream: &Stream,
     sizes: &Sizes,
+    room: Option<usize>,
 ) -> Result<&'c mut Workspace<C>, MsmError> {
-    let fits = cache
+    let old = cache
         .get(C::NAME)
         .and_then(|w| w.downcast_ref::<Workspace<C>>())
-        .is_some_and(|w| w.sizes.covers(sizes));
-    if !fits {
+        .map(|w| w.sizes);
+    if !old.is_some_and(|o| o.covers(sizes)) {
+        let xyzz = std::mem::size_of::<C::XyzzRepr>();
+        let sizes = match (old, room) {
+            (Some(o), Some(room)) if o.max(sizes).bytes(xyzz) <= room => o.max(sizes),
+            _ => *sizes,
+        };
         // Free the old buffers before allocating the new ones.
         cache.remove(C::NAME);
-        let ws = Workspace::<C>::new(stream, *sizes)?;
+        let ws = Workspace::<C>::new(stream, sizes)?;
+        allocations.fetch_add(1, Ordering::Relaxed);
         // Stream-ordered allocations must be complete before the copy stream touches them.
         stream.synchronize()?;
         cache.insert(C::NAME, Box::new(ws));

@@ -1,0 +1,118 @@
+//! Paying at placement what the first proofs of a parameter set would otherwise pay on first
+//! use: pinned witness buffers, the NTT tables of the domain, and the MSMs' device work
+//! buffers. Measured on the H200 at 2^27 (docs/perf.md, issue 17 item 4): without it the first
+//! partitions' MSMs stretch while the next partition pins its buffers, and the first NTT and H
+//! MSM at a size take 0.7 s and 2.2 s longer than steady ones.
+
+use super::GpuProver;
+use crate::error::Result;
+use crate::params::DeviceParameters;
+use crate::prep::Lengths;
+use cuzk_field::FrRepr;
+use cuzk_mem::size_class;
+use cuzk_msm::{G1, G2};
+use std::time::Instant;
+
+/// What [`GpuProver::warm`] did, each step timed on the host.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Warmed {
+    /// Witness buffer sets stocked in the pinned pool.
+    pub sets: usize,
+    /// Milliseconds pinning them.
+    pub pinned_ms: f64,
+    /// Milliseconds building the NTT tables of the parameters' domain.
+    pub tables_ms: f64,
+    /// Device bytes of MSM work buffers held for the first proof (0 when skipped: under a
+    /// VRAM budget each proof reserves and frees its own, and streamed parameters plan theirs
+    /// around each chunk).
+    pub workspace_bytes: u64,
+    /// Milliseconds allocating them.
+    pub workspaces_ms: f64,
+}
+
+impl Warmed {
+    /// Milliseconds of all the steps.
+    pub fn total_ms(&self) -> f64 {
+        self.pinned_ms + self.tables_ms + self.workspaces_ms
+    }
+}
+
+impl GpuProver {
+    /// Pays now what the first proofs for `params` would pay on first use: `sets` pinned
+    /// witness buffer sets ([`GpuProver::prewarm`]; a proving pipeline holds three: one
+    /// proving, one prepared, one being prepared), the NTT tables of their domain, and, for
+    /// resident parameters on an unmetered prover, the work buffers of their five MSMs, sized
+    /// by the plans those MSMs will choose. Call it once the parameters are placed; proofs
+    /// are the same with or without it.
+    pub fn warm(&self, params: &DeviceParameters, sets: usize) -> Result<Warmed> {
+        let t = Instant::now();
+        let sets = self.prewarm(params, sets)?;
+        let pinned_ms = ms_since(t);
+
+        let lengths = Lengths::of(&params.shape);
+        let t = Instant::now();
+        self.ntt
+            .prepare(&self.stream, lengths.n.trailing_zeros().max(1))?;
+        self.stream.synchronize()?;
+        let tables_ms = ms_since(t);
+
+        let t = Instant::now();
+        let mut workspace_bytes = 0;
+        if self.config.budget.is_none() && params.is_resident() {
+            let (_, msm_default) = self.working_set(lengths.n)?;
+            let config = self.msm_config(msm_default);
+            // The proof's a, b and c are on the device while its MSMs run.
+            let abc = 3 * lengths.n * std::mem::size_of::<FrRepr>();
+            let host = lengths.aux.max(lengths.a).max(lengths.b);
+            // The dense H MSM first (its scalars, one per domain point, stay on the device): it asks
+            // for the most, and the sparse ones then fit in it.
+            self.msm
+                .reserve::<G1>(&self.stream, lengths.n, false, abc, &config)?;
+            let g1 = self
+                .msm
+                .reserve::<G1>(&self.stream, host, true, abc, &config)?;
+            let g2 = self
+                .msm
+                .reserve::<G2>(&self.stream, lengths.b, true, abc, &config)?;
+            workspace_bytes = (g1 + g2) as u64;
+        }
+        let workspaces_ms = ms_since(t);
+        let warmed = Warmed {
+            sets,
+            pinned_ms,
+            tables_ms,
+            workspace_bytes,
+            workspaces_ms,
+        };
+        tracing::debug!(?warmed, "prover warmed");
+        Ok(warmed)
+    }
+
+    /// How many MSM workspaces this prover has allocated so far: a proof whose MSMs find
+    /// their work buffers ready (after [`GpuProver::warm`], or in the steady state) adds none.
+    pub fn msm_workspace_allocations(&self) -> u64 {
+        self.msm.workspace_allocations()
+    }
+
+    /// Pins up to `sets` witness buffer sets for `params` in the prover's pinned pool now,
+    /// no more than the pool holds (so stocking never evicts its own), so that the first proofs
+    /// do not pin them: pinning gigabytes takes seconds and holds up the device's other
+    /// work. Returns the sets stocked (0 when the pool has no room for one).
+    pub fn prewarm(&self, params: &DeviceParameters, sets: usize) -> Result<usize> {
+        let buffers = Lengths::of(&params.shape).buffer_bytes();
+        let classes: Option<Vec<u64>> = buffers.iter().map(|&b| size_class(b)).collect();
+        let Some(classes) = classes else {
+            return Ok(0);
+        };
+        let set_bytes: u64 = classes.iter().sum();
+        let fit = usize::try_from(self.pool.capacity() / set_bytes.max(1)).unwrap_or(usize::MAX);
+        let sets = sets.min(fit);
+        let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
+        self.pool.prewarm(&wanted)?;
+        Ok(sets)
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
