@@ -217,6 +217,8 @@ pub struct FilecoinSection {
     pub generate_up_to: String,
     /// Check every parameter file's digest.
     pub verify_digests: bool,
+    /// Write generated parameters to their `.params` file (when the disk has room).
+    pub write_generated: bool,
 }
 
 impl Default for FilecoinSection {
@@ -225,6 +227,7 @@ impl Default for FilecoinSection {
             param_dir: String::new(),
             generate_up_to: "0".into(),
             verify_digests: true,
+            write_generated: true,
         }
     }
 }
@@ -238,6 +241,8 @@ pub struct FilecoinSettings {
     pub generate_up_to: u64,
     /// Whether parameter digests are checked.
     pub verify_digests: bool,
+    /// Whether generated parameters are written to their `.params` file.
+    pub write_generated: bool,
 }
 
 /// filecoin-proofs' default parameter folder.
@@ -256,6 +261,7 @@ impl FilecoinSection {
             param_dir,
             generate_up_to: size("filecoin.generate_up_to", &self.generate_up_to)?,
             verify_digests: self.verify_digests,
+            write_generated: self.write_generated,
         })
     }
 }

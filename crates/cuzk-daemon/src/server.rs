@@ -247,6 +247,7 @@ fn registry(settings: &Settings, backend: &dyn AnyBackend) -> (Registry, ParamWr
             } else {
                 DigestCheck::Skip
             },
+            write_generated: f.write_generated,
             ..CachePolicy::default()
         };
         tracing::info!(
@@ -254,6 +255,7 @@ fn registry(settings: &Settings, backend: &dyn AnyBackend) -> (Registry, ParamWr
             generate_up_to = f.generate_up_to,
             %generator,
             verify_digests = f.verify_digests,
+            write_generated = f.write_generated,
             "Filecoin proof kinds served"
         );
         let cache = Arc::new(ParamCache::with_policy(&f.param_dir, policy));

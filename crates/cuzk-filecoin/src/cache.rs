@@ -165,7 +165,17 @@ pub struct CachePolicy {
     pub digests: DigestCheck,
     /// Whether recorded PCEs are saved beside the parameters (and loaded from there).
     pub pce_on_disk: bool,
+    /// Whether parameters cuzk generates are written to their `.params` file (by a
+    /// background thread, after the proof that needed them has its parameters). Also
+    /// skipped, with a warning, when the folder's filesystem has less room than the file
+    /// plus [`DISK_MARGIN`] (a 32 GiB sector's file is 47 GiB). Without the file the `.vk`
+    /// and `.meta` are still written (verifiers read them), and the next process generates
+    /// again.
+    pub write_generated: bool,
 }
+
+/// Free disk a generated parameter file leaves on its filesystem, at least.
+pub const DISK_MARGIN: u64 = 2 << 30;
 
 impl Default for CachePolicy {
     /// Production: never generate, always check digests, keep PCEs on disk.
@@ -175,6 +185,7 @@ impl Default for CachePolicy {
             generator: Generator::Cpu,
             digests: DigestCheck::Verify,
             pce_on_disk: true,
+            write_generated: true,
         }
     }
 }
@@ -542,8 +553,29 @@ impl ParamCache {
             generator = %made_by,
             generate_ms = gen_ms,
             write_ms = write_start.elapsed().as_millis() as u64,
-            "parameters generated (their .params file is being written)"
+            "parameters generated"
         );
+        let file_len = params.file_len();
+        let skip = if !self.policy.write_generated {
+            tracing::info!(circuit = %id, bytes = file_len, "generated parameters kept in memory only (the policy writes no .params file)");
+            true
+        } else if let Err(free) = files::room_for(&self.dir, file_len + DISK_MARGIN) {
+            tracing::warn!(
+                circuit = %id,
+                dir = %self.dir.display(),
+                needed = file_len + DISK_MARGIN,
+                free,
+                "not enough free disk for the generated parameter file: kept in memory only, the next process generates again"
+            );
+            true
+        } else {
+            false
+        };
+        if skip {
+            // An earlier generation's file no longer matches the .vk just written.
+            self.remove_stale_generated(id)?;
+            return Ok((params, generate_time));
+        }
         let writer = Writer {
             dir: self.dir.clone(),
             id: id.clone(),
@@ -562,6 +594,24 @@ impl ParamCache {
             .unwrap_or_else(PoisonError::into_inner)
             .push(handle);
         Ok((params, generate_time))
+    }
+}
+
+impl ParamCache {
+    /// Removes the `.params` file and generation record an earlier generation of `id` left
+    /// (only where cuzk's record is there: never a ceremony's file).
+    fn remove_stale_generated(&self, id: &CircuitId) -> Result<()> {
+        let record = self.dir.join(id.generation_record_file());
+        if record.exists() {
+            for path in [self.dir.join(id.params_file()), record] {
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::Io { path, source: e }),
+                }
+            }
+        }
+        Ok(())
     }
 }
 

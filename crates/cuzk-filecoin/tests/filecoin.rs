@@ -317,14 +317,12 @@ fn winning_circuit_id() -> Result<CircuitId> {
 
 /// Loads the 2KiB WinningPoSt circuit from `cache`, with its files written when it
 /// generated them.
-fn load_winning(cache: &ParamCache) -> Result<(), Error> {
+fn load_winning(cache: &ParamCache) -> Result<std::sync::Arc<cuzk_filecoin::CircuitKeys>, Error> {
     let config = RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
     let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
         .expect("public params");
     let id = winning_circuit_id().expect("circuit id");
-    let loaded = cache
-        .circuit(&id, || FallbackPoStCompound::<Tree>::blank_circuit(&pp))
-        .map(drop);
+    let loaded = cache.circuit(&id, || FallbackPoStCompound::<Tree>::blank_circuit(&pp));
     cache.wait_for_writes();
     loaded
 }
@@ -389,6 +387,62 @@ fn filecoin_missing_parameters_are_rejected() -> Result<()> {
         matches!(&err, Error::MissingParameters { path, sector_size: 2048 } if *path == dir.path().join(id.params_file())),
         "{err}"
     );
+    Ok(())
+}
+
+/// One multiplication: parameters of another circuit, for a stale generated file.
+struct Tiny;
+
+impl bellpepper_core::Circuit<blstrs::Scalar> for Tiny {
+    fn synthesize<CS: bellpepper_core::ConstraintSystem<blstrs::Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), bellpepper_core::SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(blstrs::Scalar::from(3)))?;
+        let y = cs.alloc_input(|| "y", || Ok(blstrs::Scalar::from(9)))?;
+        cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        Ok(())
+    }
+}
+
+#[test]
+fn filecoin_generated_parameters_without_their_file() -> Result<()> {
+    let id = winning_circuit_id()?;
+    let dir = temp_dir("no-params-file-");
+    let params = dir.path().join(id.params_file());
+    let record = dir.path().join(id.generation_record_file());
+    // An earlier generation's file that no longer fits the circuit (another circuit's
+    // parameters under its name, with cuzk's record of them), so that it is generated again.
+    let pce = cuzk_synth::Pce::record(Tiny)?;
+    cuzk_groth16::generate_parameters(&pce, &mut rand::rngs::OsRng)?.write_file(&params)?;
+    let digest = cuzk_filecoin::file_digest(&params)?;
+    fs::write(
+        &record,
+        format!(
+            r#"{{"params_digest":"{digest}","vk_digest":"","sector_size":2048,"generator":"test"}}"#
+        ),
+    )?;
+
+    // The policy writes no .params file: the .vk and .meta are there (verifiers read them),
+    // the stale file and its record are gone, and the cache proves with what it generated.
+    let policy = CachePolicy {
+        write_generated: false,
+        ..test_policy(Generator::Cpu)
+    };
+    let keys = load_winning(&ParamCache::with_policy(dir.path(), policy))?;
+    assert!(!params.exists(), "a stale parameter file was left");
+    assert!(!record.exists(), "a stale generation record was left");
+    assert!(dir.path().join(id.meta_file()).exists());
+    let mut vk = Vec::new();
+    keys.params.vk().write(&mut vk)?;
+    assert_eq!(fs::read(dir.path().join(id.vk_file()))?, vk);
+
+    // The next process finds no file and generates again, writing it this time.
+    load_winning(&ParamCache::with_policy(
+        dir.path(),
+        test_policy(Generator::Cpu),
+    ))?;
+    assert!(params.exists() && record.exists());
     Ok(())
 }
 

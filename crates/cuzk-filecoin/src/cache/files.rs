@@ -57,6 +57,19 @@ impl Writer {
     }
 }
 
+/// `Ok` when the filesystem of `dir` has at least `bytes` free for this process, else the
+/// bytes it has (0 when that cannot be told: a write that may not fit is not started).
+pub(super) fn room_for(dir: &Path, bytes: u64) -> std::result::Result<(), u64> {
+    let free = nix::sys::statvfs::statvfs(dir)
+        .map(|s| s.blocks_available().saturating_mul(s.fragment_size()))
+        .unwrap_or(0);
+    if free >= bytes {
+        Ok(())
+    } else {
+        Err(free)
+    }
+}
+
 /// filecoin-proofs' digest of a file: the first 128 bits of its BLAKE2b-512, hex.
 pub fn file_digest(path: &Path) -> Result<String> {
     let file = File::open(path).map_err(Error::io(path))?;
@@ -144,4 +157,20 @@ pub(super) fn write_atomic(
     };
     fs::rename(&tmp, path).map_err(Error::io(path))?;
     Ok(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::room_for;
+
+    #[test]
+    fn room_for_compares_with_the_filesystems_free_space() {
+        let dir = std::env::temp_dir();
+        assert_eq!(room_for(&dir, 0), Ok(()));
+        let free = room_for(&dir, u64::MAX).unwrap_err();
+        assert!(free > 0, "the temporary folder's free space can be read");
+        assert_eq!(room_for(&dir, free / 2), Ok(()));
+        // A folder that does not exist has no room.
+        assert_eq!(room_for(&dir.join("cuzk-no-such-folder"), 1), Err(0));
+    }
 }

@@ -139,6 +139,7 @@ pub fn test_policy(generator: Generator) -> CachePolicy {
         generator,
         digests: DigestCheck::Verify,
         pce_on_disk: true,
+        write_generated: true,
     }
 }
 

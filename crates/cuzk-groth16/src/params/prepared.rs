@@ -105,6 +105,25 @@ impl PreparedParameters {
         write_converted(&mut writer, &self.b_g2, g2_of)
     }
 
+    /// Bytes of the file [`PreparedParameters::write`] writes: the verifying key, then each
+    /// query as a 4-byte length and uncompressed points.
+    pub fn file_len(&self) -> u64 {
+        let mut vk = Vec::new();
+        self.vk
+            .write(&mut vk)
+            .expect("writing into memory cannot fail");
+        let g1 = (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) as u64;
+        let (p1, p2) = (G1Affine::SIZE as u64, G2Affine::SIZE as u64);
+        vk.len() as u64 + 5 * 4 + g1 * p1 + self.b_g2.len() as u64 * p2
+    }
+
+    /// Bytes the query points hold in memory (the verifying key is small beside them).
+    pub fn host_bytes(&self) -> u64 {
+        let g1 = (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) as u64;
+        g1 * std::mem::size_of::<blst_p1_affine>() as u64
+            + self.b_g2.len() as u64 * std::mem::size_of::<blst_p2_affine>() as u64
+    }
+
     /// The verifying key.
     pub fn vk(&self) -> &VerifyingKey {
         &self.vk

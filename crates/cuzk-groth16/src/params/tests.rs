@@ -82,10 +82,12 @@ fn prepared_parameters_write_the_same_bytes() {
     params.b_g2[1] = G2Affine::identity();
     params.b_g1[2] = G1Affine::identity();
     let mut prepared = Vec::new();
-    PreparedParameters::from(&params)
-        .write(&mut prepared)
-        .unwrap();
+    let converted = PreparedParameters::from(&params);
+    converted.write(&mut prepared).unwrap();
     assert_eq!(prepared, to_bytes(&params));
+    // The file's length is known before it is written (the cache checks free disk with it).
+    assert_eq!(converted.file_len(), prepared.len() as u64);
+    assert!(converted.host_bytes() > 0);
 }
 
 #[test]
