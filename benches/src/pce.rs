@@ -52,16 +52,12 @@ struct PceShape {
 impl PceShape {
     fn of(pce: &Pce) -> PceShape {
         let nnz = [pce.a.nnz(), pce.b.nnz(), pce.c.nnz()];
-        let rows = pce.num_rows() + 1;
-        // Per matrix: a u64 row pointer per row, a u32 column and a u32 coefficient index per
-        // entry (the coefficient tables are a few values).
-        let bytes = nnz.iter().map(|n| n * 8 + rows * 8).sum::<usize>();
         PceShape {
             constraints: pce.num_constraints,
             inputs: pce.num_inputs,
             aux: pce.num_aux,
             nnz,
-            heap_gib: bytes as f64 / GIB,
+            heap_gib: pce.heap_bytes() as f64 / GIB,
         }
     }
 }

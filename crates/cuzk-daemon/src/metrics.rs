@@ -266,6 +266,12 @@ impl Counters {
                 "Circuits whose PCE and parameters are loaded.",
                 m.setups_cached as f64,
             ),
+            (
+                "cuzk_setup_bytes",
+                "gauge",
+                "Host memory budget bytes the cached setups hold (their parameters and PCEs).",
+                m.setup_bytes as f64,
+            ),
         ] {
             metric(o, name, kind, help);
             line(o, name, &[], value);

@@ -73,17 +73,12 @@ impl Setup {
 
     /// Host bytes of the parameters' query points.
     pub fn parameter_bytes(&self) -> u64 {
-        let p = &*self.params;
-        [
-            std::mem::size_of_val(p.h()),
-            std::mem::size_of_val(p.l()),
-            std::mem::size_of_val(p.a()),
-            std::mem::size_of_val(p.b_g1()),
-            std::mem::size_of_val(p.b_g2()),
-        ]
-        .iter()
-        .map(|&b| b as u64)
-        .sum()
+        self.params.host_bytes()
+    }
+
+    /// Host bytes the setup holds: the parameters' points and the PCE's matrices.
+    pub fn host_bytes(&self) -> u64 {
+        self.parameter_bytes() + self.pce.heap_bytes()
     }
 }
 

@@ -23,6 +23,8 @@ pub struct MetricsSnapshot {
     pub synthesis: SynthesisStats,
     /// Circuits whose PCE and parameters are cached.
     pub setups_cached: usize,
+    /// Host bytes of the memory budget those setups hold (counted until they are evicted).
+    pub setup_bytes: u64,
     /// The backend's devices (none for the CPU backend).
     pub devices: Vec<DeviceStats>,
 }

@@ -1,11 +1,12 @@
 //! The setup cache: each circuit's PCE and parameters, made once and shared by its jobs.
 
 use cuzk_groth16::{generate_parameters, prepare_verifying_key, Parameters, PreparedParameters};
+use cuzk_mem::{Budget, Reservation};
 use cuzk_plugin::{Instance, LoadError, MissingFile, ParameterGenerator, ReadySetup, Setup};
 use cuzk_synth::{Pce, SynthError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Why a circuit's setup could not be made.
@@ -87,6 +88,10 @@ type Slot = Arc<Mutex<Option<Arc<Setup>>>>;
 pub(super) struct SetupCache {
     slots: Mutex<HashMap<String, Slot>>,
     supplied: Mutex<HashMap<String, Parameters>>,
+    /// The host budget cached setups are counted in ([`SetupCache::count_in`]).
+    budget: OnceLock<Budget>,
+    /// Each cached setup's share of that budget, held until it is evicted.
+    held: Mutex<HashMap<String, Reservation>>,
 }
 
 /// A panic while making a setup leaves its slot empty (the next job retries), so a
@@ -96,6 +101,52 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl SetupCache {
+    /// Counts every setup cached from now on in `budget` for as long as it stays cached
+    /// (its parameters' points and PCE, [`Setup::host_bytes`]), so that partitions are not
+    /// admitted into memory a setup holds. The first budget given stays.
+    pub(super) fn count_in(&self, budget: Budget) {
+        let _ = self.budget.set(budget);
+    }
+
+    /// Bytes the cached setups hold in the budget.
+    pub(super) fn held_bytes(&self) -> u64 {
+        lock(&self.held).values().map(Reservation::bytes).sum()
+    }
+
+    /// Takes `setup`'s share of the budget: from `building` (what its making reserved) where
+    /// given, grown or shrunk to the setup's bytes, else reserved now. What the budget cannot
+    /// grant now (partitions in flight hold it) is left out, with a warning: the setup's
+    /// memory is in use either way, and counting part of it is better than none.
+    fn hold(&self, setup: &Setup, building: Option<Reservation>) {
+        let Some(budget) = self.budget.get() else {
+            return;
+        };
+        let bytes = setup.host_bytes();
+        let mut held = match building {
+            Some(r) => r,
+            None => match budget.try_reserve_up_to(0, bytes) {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+        };
+        if held.bytes() < bytes {
+            if let Ok(more) = budget.try_reserve_up_to(0, bytes - held.bytes()) {
+                let _ = held.merge(more);
+            }
+        }
+        held.shrink_to(bytes);
+        if held.bytes() < bytes {
+            tracing::warn!(
+                circuit = %setup.circuit_key,
+                bytes,
+                counted = held.bytes(),
+                budget = budget.name(),
+                "the setup holds more host memory than the budget has free: only part of it is counted"
+            );
+        }
+        lock(&self.held).insert(setup.circuit_key.clone(), held);
+    }
+
     pub(super) fn supply(&self, key: String, params: Parameters) {
         lock(&self.supplied).insert(key, params);
     }
@@ -130,10 +181,14 @@ impl SetupCache {
     /// The setup of `instance`'s circuit and the time spent obtaining it (waiting for
     /// another job that is making it included). Errors are not cached: the next job of
     /// the circuit tries again.
+    ///
+    /// `building`: memory the caller reserved for making the setup; when this call makes it,
+    /// the reservation becomes the cached setup's share of the budget ([`SetupCache::count_in`]).
     pub(super) fn get_or_make(
         &self,
         instance: &dyn Instance,
         generator: Option<&dyn ParameterGenerator>,
+        building: Option<Reservation>,
     ) -> Result<(Arc<Setup>, Duration), SetupError> {
         let start = Instant::now();
         let key = instance.circuit_key();
@@ -156,6 +211,7 @@ impl SetupCache {
             return Ok((Arc::clone(setup), start.elapsed()));
         }
         let setup = Arc::new(self.make(key, instance, generator)?);
+        self.hold(&setup, building);
         *guard = Some(Arc::clone(&setup));
         Ok((setup, start.elapsed()))
     }
@@ -171,6 +227,7 @@ impl SetupCache {
             Err(TryLockError::WouldBlock) => None,
         }?;
         slots.remove(key);
+        lock(&self.held).remove(key);
         Some(setup)
     }
 

@@ -122,7 +122,30 @@ impl Registry {
     /// The setup of `instance`'s circuit, made now if it is not cached (blocking: recording
     /// and parameter generation can take long), and the time it took to obtain.
     pub fn setup(&self, instance: &dyn Instance) -> Result<(Arc<Setup>, Duration), SetupError> {
-        self.cache.get_or_make(instance, self.generator.as_deref())
+        self.cache
+            .get_or_make(instance, self.generator.as_deref(), None)
+    }
+
+    /// [`Registry::setup`] with the memory the caller reserved for making it, which becomes
+    /// the cached setup's share of the budget when this call makes it.
+    pub fn setup_reserved(
+        &self,
+        instance: &dyn Instance,
+        building: Option<cuzk_mem::Reservation>,
+    ) -> Result<(Arc<Setup>, Duration), SetupError> {
+        self.cache
+            .get_or_make(instance, self.generator.as_deref(), building)
+    }
+
+    /// Counts every setup cached from now on in the host `budget` while it stays cached
+    /// (the scheduler gives its own; the first budget given stays).
+    pub fn count_setups_in(&self, budget: cuzk_mem::Budget) {
+        self.cache.count_in(budget);
+    }
+
+    /// Host bytes the cached setups hold in that budget.
+    pub fn setup_bytes_held(&self) -> u64 {
+        self.cache.held_bytes()
     }
 
     /// An instance of circuit `circuit_key` from the first kind that makes one from the key

@@ -124,6 +124,7 @@ impl Scheduler {
         let config = config.resolve(layout.len())?;
         let lanes: Vec<_> = layout.lanes().collect();
         let (events, inbox) = mpsc::channel();
+        registry.count_setups_in(budget.clone());
         let registry = Arc::new(registry);
         let shared = Arc::new(Shared {
             core: Mutex::new(Core::new(
@@ -346,6 +347,7 @@ impl Scheduler {
                 utilization: ratio(core.synth_busy, synth_capacity),
             },
             setups_cached: shared.registry.cached_keys().len(),
+            setup_bytes: shared.registry.setup_bytes_held(),
             devices: shared.backend.device_stats(),
         }
     }
@@ -387,8 +389,9 @@ impl Scheduler {
     ///
     /// A setup still to be made reserves its estimate ([`crate::Shape::setup_bytes`]) from
     /// the memory budget while it is made, and is refused with
-    /// [`crate::PreloadError::Memory`] when the budget cannot grant it now; the setup, once
-    /// cached, is not counted in the budget.
+    /// [`crate::PreloadError::Memory`] when the budget cannot grant it now; once cached, the
+    /// setup holds its own bytes ([`cuzk_plugin::Setup::host_bytes`]) of the budget until it is
+    /// evicted.
     pub fn preload_named(&self, id: &str, pin: bool) -> Result<PreloadReport, crate::PreloadError> {
         let registry = &self.shared.registry;
         if let Some(instance) = registry
@@ -434,7 +437,7 @@ impl Scheduler {
         let was_cached = self.shared.registry.cached(&circuit_key).is_some();
         let start = Instant::now();
         // Held while the setup is made (recording, generating or reading parameters), the
-        // host's peak; released once it is cached, where the budget does not count it.
+        // host's peak; then shrunk to what the cached setup holds, until it is evicted.
         let building = if was_cached {
             None
         } else {
@@ -447,8 +450,8 @@ impl Scheduler {
                 }
             })?)
         };
-        let (setup, setup_time) = self.shared.registry.setup(instance)?;
-        drop(building);
+        // The building reservation becomes the cached setup's share of the budget.
+        let (setup, setup_time) = self.shared.registry.setup_reserved(instance, building)?;
         self.load_setup(&setup, was_cached, setup_time, start, pin)
     }
 

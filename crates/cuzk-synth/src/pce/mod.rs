@@ -405,6 +405,20 @@ impl Pce {
         self.num_inputs + self.num_aux
     }
 
+    /// Host bytes the three matrices hold (their vectors' lengths: a recorded or loaded PCE
+    /// has no spare capacity to speak of).
+    pub fn heap_bytes(&self) -> u64 {
+        [&self.a, &self.b, &self.c]
+            .iter()
+            .map(|m| {
+                std::mem::size_of_val(&m.row_ptr[..])
+                    + std::mem::size_of_val(&m.cols[..])
+                    + std::mem::size_of_val(&m.coeffs[..])
+                    + std::mem::size_of_val(&m.table[..])
+            })
+            .sum::<usize>() as u64
+    }
+
     /// Records the circuit and synthesizes its witness in one run, for a circuit seen for
     /// the first time: the same PCE as [`Pce::record`] and the same witness as
     /// [`crate::synthesize_witness`], every value computed once.
