@@ -109,18 +109,25 @@ async fn level(
 ) -> Run {
     let gate = Arc::new(Semaphore::new(concurrency));
     let before = metrics(client).await;
-    // The daemon's resident memory, sampled through the level.
+    let proved_before = before.as_ref().map_or(0.0, partitions_proved);
+    let progress = Arc::new(Progress::new(concurrency, jobs));
+    let started = Instant::now();
+    // The daemon's resident memory, sampled through the level, and its partitions in the
+    // progress line (a large proof takes minutes before its job completes).
     let (stop, mut stopped) = tokio::sync::watch::channel(false);
     let sampler = tokio::spawn({
-        let client = client.clone();
+        let (client, progress) = (client.clone(), Arc::clone(&progress));
         async move {
             let mut peak: Option<f64> = None;
             loop {
-                if let Some(rss) = metrics(&client)
-                    .await
-                    .and_then(|m| m.value("cuzk_process_resident_memory_bytes", &[]))
-                {
-                    peak = Some(peak.map_or(rss, |p: f64| p.max(rss)));
+                if let Some(m) = metrics(&client).await {
+                    if let Some(rss) = m.value("cuzk_process_resident_memory_bytes", &[]) {
+                        peak = Some(peak.map_or(rss, |p: f64| p.max(rss)));
+                    }
+                    progress.partitions(
+                        Partitions::of(&m, proved_before),
+                        started.elapsed(),
+                    );
                 }
                 tokio::select! {
                     _ = stopped.changed() => return peak,
@@ -129,7 +136,6 @@ async fn level(
             }
         }
     });
-    let started = Instant::now();
     let mut set = JoinSet::new();
     for _ in 0..jobs {
         let (client, r, gate) = (client.clone(), request(base, *seed), Arc::clone(&gate));
@@ -142,7 +148,6 @@ async fn level(
     }
     let mut samples = Vec::new();
     let mut first_error = None;
-    let progress = Progress::new(concurrency, jobs);
     while let Some(done) = set.join_next().await {
         if let Ok((sample, error)) = done {
             if !sample.ok && first_error.is_none() {
@@ -233,38 +238,111 @@ async fn one(mut client: Client, submit: SubmitProofRequest) -> (Sample, String)
     }
 }
 
-/// A one-line progress bar on stderr (redrawn in place on a terminal, one line per update
-/// otherwise, so logs stay readable).
+/// Partitions the daemon proved since the level began, and those in flight by stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Partitions {
+    proved: u64,
+    synthesizing: u64,
+    ready: u64,
+    proving: u64,
+}
+
+impl Partitions {
+    fn of(m: &Scrape, proved_before: f64) -> Partitions {
+        let stage = |s: &str| m.value("cuzk_partitions", &[("stage", s)]).unwrap_or(0.0) as u64;
+        Partitions {
+            proved: (partitions_proved(m) - proved_before).max(0.0) as u64,
+            synthesizing: stage("synthesizing"),
+            ready: stage("ready"),
+            proving: stage("proving"),
+        }
+    }
+}
+
+/// Partitions every lane has proved since the daemon started.
+fn partitions_proved(m: &Scrape) -> f64 {
+    m.series("cuzk_lane_proofs_total").map(|(_, v)| v).sum()
+}
+
+/// A one-line progress bar on stderr (redrawn in place on a terminal; otherwise one line
+/// when a request ends and one every [`Progress::QUIET`] while partitions move, so logs stay
+/// readable): requests done, and the daemon's partitions proved and in flight.
 struct Progress {
     concurrency: usize,
     jobs: usize,
     terminal: bool,
+    state: std::sync::Mutex<ProgressState>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    done: usize,
+    failed: usize,
+    partitions: Partitions,
+    /// When a line was last written off a terminal.
+    last_line: Option<Duration>,
 }
 
 impl Progress {
+    /// Off a terminal, partition updates alone print at most this often.
+    const QUIET: Duration = Duration::from_secs(10);
+
     fn new(concurrency: usize, jobs: usize) -> Progress {
         Progress {
             concurrency,
             jobs,
             terminal: std::io::stderr().is_terminal(),
+            state: Default::default(),
         }
     }
 
+    /// A request ended.
     fn show(&self, done: usize, failed: usize, elapsed: Duration) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.done = done;
+        st.failed = failed;
+        self.draw(&mut st, elapsed, true);
+    }
+
+    /// The daemon's partitions, sampled.
+    fn partitions(&self, p: Partitions, elapsed: Duration) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.partitions == p {
+            return;
+        }
+        st.partitions = p;
+        self.draw(&mut st, elapsed, false);
+    }
+
+    fn draw(&self, st: &mut ProgressState, elapsed: Duration, request_ended: bool) {
+        if !self.terminal
+            && !request_ended
+            && st.last_line.is_some_and(|t| elapsed < t + Self::QUIET)
+        {
+            return;
+        }
         const WIDTH: usize = 30;
-        let filled = WIDTH * done / self.jobs.max(1);
+        let filled = WIDTH * st.done / self.jobs.max(1);
+        let p = st.partitions;
         let line = format!(
-            "c={} [{}{}] {done}/{} done, {failed} failed, {:.1} s",
+            "c={} [{}{}] {}/{} done, {} failed; partitions: {} proved, {} synthesizing, {} ready, {} proving; {:.1} s",
             self.concurrency,
             "#".repeat(filled),
             ".".repeat(WIDTH - filled),
+            st.done,
             self.jobs,
+            st.failed,
+            p.proved,
+            p.synthesizing,
+            p.ready,
+            p.proving,
             elapsed.as_secs_f64()
         );
         let mut err = std::io::stderr();
         let _ = if self.terminal {
-            write!(err, "\r{line}")
+            write!(err, "\r{line}\x1b[K")
         } else {
+            st.last_line = Some(elapsed);
             writeln!(err, "{line}")
         };
     }
