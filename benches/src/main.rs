@@ -20,6 +20,7 @@ mod pce;
 #[cfg(feature = "cuda")]
 mod soak_c1;
 mod stats;
+mod verify_c2;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -45,6 +46,8 @@ enum Cmd {
     /// The PCE of Filecoin's PoRep circuit per sector size: shape, memory, recording time and
     /// peak RSS; saved in and loaded back from a parameter cache with --work-dir.
     Pce(pce::Args),
+    /// filecoin-proofs' verify_seal of a PoRep C2 proof against the C1 output it was proved from.
+    VerifyC2(verify_c2::Args),
     /// GPU NTT engine vs sppark's figures (feature `cuda`).
     #[cfg(feature = "cuda")]
     Ntt(gpu_ntt::Args),
@@ -72,6 +75,7 @@ fn main() -> Result<()> {
         Cmd::Host(args) => host::run(&args),
         Cmd::FabricateC1(args) => fabricate_c1::run(&args),
         Cmd::Pce(args) => pce::run(&args),
+        Cmd::VerifyC2(args) => verify_c2::run(&args),
         #[cfg(feature = "cuda")]
         Cmd::Ntt(args) => gpu_ntt::run(&args),
         #[cfg(feature = "cuda")]

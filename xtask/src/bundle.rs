@@ -3,7 +3,7 @@
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale`,
-//! `run-filecoin`, `run-soak` and `run-example` scripts, and the bellperson user's example
+//! `run-filecoin`, `run-soak`, `run-example` and `run-c2` scripts, and the bellperson user's example
 //! (`examples/bellperson-prove`, built as the outside project it is).
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
@@ -27,6 +27,7 @@ const RUN_SCALE: &str = include_str!("../bundle/run-scale");
 const RUN_FILECOIN: &str = include_str!("../bundle/run-filecoin");
 const RUN_SOAK: &str = include_str!("../bundle/run-soak");
 const RUN_EXAMPLE: &str = include_str!("../bundle/run-example");
+const RUN_C2: &str = include_str!("../bundle/run-c2");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 
@@ -79,6 +80,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-filecoin"), RUN_FILECOIN)?;
     write_script(&dir.join("run-soak"), RUN_SOAK)?;
     write_script(&dir.join("run-example"), RUN_EXAMPLE)?;
+    write_script(&dir.join("run-c2"), RUN_C2)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -94,7 +96,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR ; {0}/run-c2 OUT_DIR [SIZE]",
         dir.display()
     );
     Ok(dir)
@@ -390,9 +392,23 @@ mod tests {
             RUN_FILECOIN,
             RUN_SOAK,
             RUN_EXAMPLE,
+            RUN_C2,
         ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
+        // The C2 run fabricates, records, preloads, proves and has filecoin-proofs verify,
+        // stopping its daemon whatever happens; the 47 GB parameter file is not written.
+        assert!(RUN_C2.contains("trap cleanup EXIT"));
+        for step in [
+            "fabricate-c1",
+            " pce ",
+            "preload",
+            "prove --c1",
+            "verify-c2",
+        ] {
+            assert!(RUN_C2.contains(step), "run-c2 lacks {step}");
+        }
+        assert!(RUN_C2.contains("write_generated = false"));
         assert!(RUN_TESTS.contains("--ignored gpu_ --test-threads=1"));
         // The service scripts stop what they start, whatever happens.
         for script in [RUN_E2E, RUN_SWEEP] {

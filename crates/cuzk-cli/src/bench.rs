@@ -124,10 +124,7 @@ async fn level(
                     if let Some(rss) = m.value("cuzk_process_resident_memory_bytes", &[]) {
                         peak = Some(peak.map_or(rss, |p: f64| p.max(rss)));
                     }
-                    progress.partitions(
-                        Partitions::of(&m, proved_before),
-                        started.elapsed(),
-                    );
+                    progress.partitions(Partitions::of(&m, proved_before), started.elapsed());
                 }
                 tokio::select! {
                     _ = stopped.changed() => return peak,
