@@ -345,6 +345,16 @@ impl ParamCache {
         id: &CircuitId,
         blank: impl FnOnce() -> C,
     ) -> Result<Arc<CircuitKeys>> {
+        self.circuit_recorded(id, || Pce::record(Sequential(blank())))
+    }
+
+    /// [`ParamCache::circuit`] with the circuit's own way of recording its PCE, when there is
+    /// no file of it (PoRep records its challenges in parallel runs).
+    pub(crate) fn circuit_recorded(
+        &self,
+        id: &CircuitId,
+        record: impl FnOnce() -> std::result::Result<Pce, cuzk_synth::SynthError>,
+    ) -> Result<Arc<CircuitKeys>> {
         let slot = self
             .lock_slots()
             .entry(id.cache_id.clone())
@@ -355,15 +365,15 @@ impl ParamCache {
         if let Some(keys) = slot.as_ref() {
             return Ok(keys.clone());
         }
-        let keys = Arc::new(self.load(id, blank)?);
+        let keys = Arc::new(self.load(id, record)?);
         *slot = Some(keys.clone());
         Ok(keys)
     }
 
-    fn load<C: Circuit<Scalar>>(
+    fn load(
         &self,
         id: &CircuitId,
-        blank: impl FnOnce() -> C,
+        record: impl FnOnce() -> std::result::Result<Pce, cuzk_synth::SynthError>,
     ) -> Result<CircuitKeys> {
         let span = tracing::info_span!("load_circuit", circuit = %id);
         let _enter = span.enter();
@@ -385,7 +395,7 @@ impl ParamCache {
                 sector_size: id.sector_size,
             });
         }
-        let pce = Arc::new(self.pce(id, blank)?);
+        let pce = Arc::new(self.pce(id, record)?);
         // Parameters generated here are used as made (their files are written from them);
         // others are read from the folder. Either are checked against the circuit.
         let generated = |lock| -> Result<(Arc<PreparedParameters>, Option<Duration>)> {
@@ -457,11 +467,11 @@ impl ParamCache {
         }
     }
 
-    /// Loads the PCE file or records the blank circuit (and saves it when allowed).
-    pub(crate) fn pce<C: Circuit<Scalar>>(
+    /// Loads the PCE file or records the circuit with `record` (and saves it when allowed).
+    pub(crate) fn pce(
         &self,
         id: &CircuitId,
-        blank: impl FnOnce() -> C,
+        record: impl FnOnce() -> std::result::Result<Pce, cuzk_synth::SynthError>,
     ) -> Result<Pce> {
         let path = self.dir.join(id.pce_file());
         if self.policy.pce_on_disk && path.exists() {
@@ -485,7 +495,7 @@ impl ParamCache {
         tracing::info!(circuit = %id, "recording PCE");
         let pce = {
             let _ticker = Ticker::start(format!("recording the PCE of {id}"), PROGRESS_EVERY);
-            Pce::record(Sequential(blank())).map_err(|source| Error::Record {
+            record().map_err(|source| Error::Record {
                 circuit: id.cache_id.clone(),
                 source,
             })?

@@ -114,6 +114,12 @@ pub(crate) type SplitFn<S, C> = fn(
     usize,
 ) -> Option<Runs<C>>;
 
+/// How a circuit's PCE is recorded when the cache has no file of it, from the scheme's
+/// public parameters (PoRep: its challenges in parallel runs).
+pub(crate) type RecordFn<S> = fn(
+    &<S as ProofScheme<'static>>::PublicParams,
+) -> std::result::Result<Pce, cuzk_synth::SynthError>;
+
 /// The [`Job`] of a filecoin-proofs compound proof `CP` of scheme `S` over circuit `C`: the
 /// partitions' circuits are built as its `CompoundProof::circuit_proofs` builds them.
 pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
@@ -131,6 +137,8 @@ pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
     pub pub_params: S::PublicParams,
     /// Splits a partition's synthesis into runs of challenges (PoRep); `None` never splits.
     pub split: Option<SplitFn<S, C>>,
+    /// Records the circuit's PCE (PoRep: in runs); `None` records the blank circuit whole.
+    pub record: Option<RecordFn<S>>,
     pub _marker: PhantomData<fn() -> (C, CP)>,
 }
 
@@ -152,11 +160,14 @@ where
     }
 
     fn load(&self, cache: &ParamCache) -> Result<Arc<CircuitKeys>> {
-        cache.circuit(&self.id, || CP::blank_circuit(&self.pub_params))
+        cache.circuit_recorded(&self.id, || self.record())
     }
 
     fn record(&self) -> std::result::Result<Pce, cuzk_synth::SynthError> {
-        Pce::record(Sequential(CP::blank_circuit(&self.pub_params)))
+        match self.record {
+            Some(record) => record(&self.pub_params),
+            None => Pce::record(Sequential(CP::blank_circuit(&self.pub_params))),
+        }
     }
 
     fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<Fr>> {

@@ -1,6 +1,7 @@
 //! PoRep commit phase 2 (C2): from the C1 output Lotus/Curio send to the proof bytes
 //! filecoin-proofs' `seal_commit_phase2` returns.
 
+use crate::adapter::Sequential;
 use crate::cache::{CircuitId, CircuitKeys, ParamCache};
 use crate::compound::{prove_job, CompoundJob, Job, Proved, Runs};
 use crate::error::{chain, Error, ProofKind, Result};
@@ -371,6 +372,7 @@ pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: Some(porep_runs::<Tree>),
+        record: Some(record_porep::<Tree>),
         _marker: PhantomData,
     })
 }
@@ -595,12 +597,7 @@ impl ParamCache {
         config: &PoRepConfig,
     ) -> Result<Arc<CircuitKeys>> {
         let (id, pub_params) = porep_circuit::<Tree>(config)?;
-        self.circuit(&id, || {
-            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                StackedDrg<'_, Tree, DefaultPieceHasher>,
-                StackedCircuit<Tree, DefaultPieceHasher>,
-            >>::blank_circuit(&pub_params.vanilla_params)
-        })
+        self.circuit_recorded(&id, || record_porep(&pub_params.vanilla_params))
     }
 }
 
@@ -609,13 +606,59 @@ fn porep_pce_shaped<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
 ) -> Result<(CircuitId, cuzk_synth::Pce)> {
     let (id, pub_params) = porep_circuit::<Tree>(config)?;
-    let pce = cache.pce(&id, || {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            StackedCircuit<Tree, DefaultPieceHasher>,
-        >>::blank_circuit(&pub_params.vanilla_params)
-    })?;
+    let pce = cache.pce(&id, || record_porep(&pub_params.vanilla_params))?;
     Ok((id, pce))
+}
+
+/// The PCE of the PoRep circuit of `vanilla_params`, its challenges recorded in parallel runs
+/// when there are threads to spare ([`Pce::record_runs`]: the same PCE as recording the
+/// blank circuit whole, which it falls back to should the runs not join).
+fn record_porep<Tree: 'static + MerkleTreeTrait>(
+    vanilla_params: &stacked::PublicParams<Tree>,
+) -> std::result::Result<cuzk_synth::Pce, cuzk_synth::SynthError> {
+    record_porep_in(vanilla_params, rayon::current_num_threads())
+}
+
+/// [`record_porep`] in at most `threads` runs.
+fn record_porep_in<Tree: 'static + MerkleTreeTrait>(
+    vanilla_params: &stacked::PublicParams<Tree>,
+    threads: usize,
+) -> std::result::Result<cuzk_synth::Pce, cuzk_synth::SynthError> {
+    let challenges = vanilla_params.challenges.num_challenges_per_partition();
+    let blank = |k: usize| {
+        let mut params = vanilla_params.clone();
+        params.challenges = with_count(&vanilla_params.challenges, k);
+        Sequential(
+            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+                StackedDrg<'_, Tree, DefaultPieceHasher>,
+                StackedCircuit<Tree, DefaultPieceHasher>,
+            >>::blank_circuit(&params),
+        )
+    };
+    let runs = threads.min(challenges);
+    if runs < 2 {
+        return cuzk_synth::Pce::record(blank(challenges));
+    }
+    let counts: Vec<usize> = (0..runs)
+        .map(|j| challenges / runs + usize::from(j < challenges % runs))
+        .collect();
+    let circuits = counts.iter().map(|&k| (blank(k), k)).collect();
+    match cuzk_synth::Pce::record_runs(blank(0), circuits) {
+        Err(cuzk_synth::SynthError::RunsDiffer { reason }) => {
+            tracing::warn!(%reason, "the PoRep circuit's challenges did not record apart; recording it whole");
+            cuzk_synth::Pce::record(blank(challenges))
+        }
+        recorded => recorded,
+    }
+}
+
+/// `challenges` with `k` challenges per partition, of the same kind.
+fn with_count(challenges: &stacked::Challenges, k: usize) -> stacked::Challenges {
+    match challenges {
+        stacked::Challenges::Interactive(_) => stacked::Challenges::new_interactive(k),
+        stacked::Challenges::Synth(_) => stacked::Challenges::new_synthetic(k),
+        stacked::Challenges::Ni(_) => stacked::Challenges::new_non_interactive(k),
+    }
 }
 
 /// The PoRep circuit of `config`, for loading ahead of any request.
@@ -653,4 +696,29 @@ pub(crate) fn safe<D: Domain>(name: &'static str, bytes: &[u8; 32]) -> Result<D>
         hex: hex(bytes),
         reason: "not a canonical field element",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 2KiB PoRep circuit (two challenges) recorded in two runs is the circuit recorded
+    /// whole, the way its parameters were made.
+    #[test]
+    fn porep_recorded_in_runs_is_the_whole_circuits_pce() {
+        let config = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1.as_v1_config();
+        let (_, pp) = porep_circuit::<SectorShape2KiB>(&config).unwrap();
+        let vanilla = &pp.vanilla_params;
+        assert_eq!(vanilla.challenges.num_challenges_per_partition(), 2);
+        let whole = cuzk_synth::Pce::record(Sequential(<StackedCompound<
+            SectorShape2KiB,
+            DefaultPieceHasher,
+        > as CompoundProof<
+            StackedDrg<'_, SectorShape2KiB, DefaultPieceHasher>,
+            StackedCircuit<SectorShape2KiB, DefaultPieceHasher>,
+        >>::blank_circuit(vanilla)))
+        .unwrap();
+        assert_eq!(record_porep_in(vanilla, 2).unwrap(), whole);
+        assert_eq!(record_porep_in(vanilla, 1).unwrap(), whole);
+    }
 }

@@ -311,6 +311,7 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         pub_params: pub_params.vanilla_params,
         // The circuit parallelizes its sectors itself (it extends its constraint system).
         split: None,
+        record: None,
         _marker: PhantomData,
     })
 }

@@ -96,6 +96,14 @@ pub enum SynthError {
         found: String,
     },
 
+    /// Circuits recorded apart as runs of one circuit's repeated blocks
+    /// ([`crate::Pce::record_runs`]) do not have the shape that joining them assumes.
+    #[error("runs recorded apart do not join into one circuit: {reason}")]
+    RunsDiffer {
+        /// What differs, naming the run.
+        reason: String,
+    },
+
     /// A circuit key is too long to be stored.
     #[error("circuit key is {len} bytes long; at most {max} are allowed")]
     KeyTooLong {

@@ -3,10 +3,14 @@
 
 use crate::pce::Interner;
 use crate::{Csr, Pce, SynthError};
-use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
 use cuzk_field::Scalar;
 use ff::Field;
 use rayon::prelude::*;
+
+mod join;
 
 /// While recording, the number of inputs is not known yet (a circuit may allocate inputs
 /// after aux variables), so aux columns are tagged and renumbered once synthesis is done.
@@ -149,6 +153,28 @@ pub(crate) struct RecordingCs {
     c: Builder,
     /// First constraint that referred to an unallocated variable: (constraint, variable).
     unallocated: Option<(usize, String)>,
+}
+
+/// Records `common` (the circuit without its repeated blocks) and `runs` (the circuit with
+/// each run's blocks, in order) in parallel and joins them ([`join::join`]).
+pub(crate) fn record_runs<C: Circuit<Scalar> + Send>(
+    common: C,
+    runs: Vec<(C, usize)>,
+) -> Result<Pce, SynthError> {
+    let record = |c: C| -> Result<RecordingCs, SynthError> {
+        let mut cs = RecordingCs::with_one();
+        c.synthesize(&mut cs)?;
+        Ok(cs)
+    };
+    let (common, runs) = rayon::join(
+        || record(common),
+        || {
+            runs.into_par_iter()
+                .map(|(c, blocks)| record(c).map(|cs| (cs, blocks)))
+                .collect::<Result<Vec<_>, _>>()
+        },
+    );
+    join::join(common?, runs?)?.finish()
 }
 
 impl RecordingCs {

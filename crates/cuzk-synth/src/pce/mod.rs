@@ -395,6 +395,28 @@ impl Pce {
         Ok(pce)
     }
 
+    /// [`Pce::record`] of a circuit made of a common part and repeated blocks (PoRep's
+    /// challenges), recorded in parallel runs and joined: `common` is the circuit without
+    /// blocks, `runs` the circuit with each run's blocks, the circuit's blocks in order, each
+    /// beside its count. For a circuit that allocates and constrains its common part first,
+    /// then each block referring only to the common part and itself, this is the PCE
+    /// recording the whole circuit gives (the runs' common parts and block shapes are
+    /// checked: [`SynthError::RunsDiffer`] otherwise, when the whole circuit should be
+    /// recorded instead).
+    pub fn record_runs<C: Circuit<Scalar> + Send>(
+        common: C,
+        runs: Vec<(C, usize)>,
+    ) -> Result<Pce, SynthError> {
+        let pce = crate::record::record_runs(common, runs)?;
+        tracing::debug!(
+            constraints = pce.num_constraints,
+            inputs = pce.num_inputs,
+            aux = pce.num_aux,
+            "recorded PCE in runs"
+        );
+        Ok(pce)
+    }
+
     /// Rows: constraints plus one per input.
     pub fn num_rows(&self) -> usize {
         self.num_constraints + self.num_inputs
