@@ -94,6 +94,29 @@ pub(crate) fn join(
             }
         }
     }
+    // Room for everything at once: the joined matrices are the size of the whole circuit's.
+    let beyond = |m: &Builder| (m.row_ptr.len() - 1 - base.rows, m.cols.len());
+    for (joined, part) in [
+        (
+            &mut common.a,
+            runs.iter().map(|(r, _)| beyond(&r.a)).collect::<Vec<_>>(),
+        ),
+        (
+            &mut common.b,
+            runs.iter().map(|(r, _)| beyond(&r.b)).collect(),
+        ),
+        (
+            &mut common.c,
+            runs.iter().map(|(r, _)| beyond(&r.c)).collect(),
+        ),
+    ] {
+        let prefix = joined.cols.len();
+        let rows: usize = part.iter().map(|p| p.0).sum();
+        let entries: usize = part.iter().map(|p| p.1 - prefix).sum();
+        joined.row_ptr.reserve_exact(rows);
+        joined.cols.reserve_exact(entries);
+        joined.coeffs.reserve_exact(entries);
+    }
     let mut inputs = base.inputs;
     let mut aux = base.aux;
     for (run, blocks) in runs {
