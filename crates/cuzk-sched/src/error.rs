@@ -32,14 +32,14 @@ pub enum SubmitError {
     /// One partition of circuit `circuit_key` needs `needed` bytes of host memory, more
     /// than the whole budget's `capacity`: it could never start.
     #[error(
-        "one partition of {circuit_key} needs {needed} bytes of host memory, more than the budget's {capacity}"
+        "one partition of {circuit_key} needs {needed} bytes of host memory, more than the {capacity} the budget can give it (its capacity less what other circuits' cached setups hold: evict one or raise the budget)"
     )]
     TooLarge {
         /// The circuit.
         circuit_key: String,
         /// Estimated bytes per partition.
         needed: u64,
-        /// The budget's capacity.
+        /// The budget's capacity less the bytes other circuits' cached setups hold.
         capacity: u64,
     },
 

@@ -113,38 +113,64 @@ impl SetupCache {
         lock(&self.held).values().map(Reservation::bytes).sum()
     }
 
-    /// Takes `setup`'s share of the budget: from `building` (what its making reserved) where
-    /// given, grown or shrunk to the setup's bytes, else reserved now. What the budget cannot
-    /// grant now (partitions in flight hold it) is left out, with a warning: the setup's
-    /// memory is in use either way, and counting part of it is better than none.
-    fn hold(&self, setup: &Setup, building: Option<Reservation>) {
+    /// Bytes the cached setups of circuits other than `key` hold in the budget.
+    pub(super) fn held_bytes_except(&self, key: &str) -> u64 {
+        lock(&self.held)
+            .iter()
+            .filter(|(k, _)| k.as_str() != key)
+            .map(|(_, r)| r.bytes())
+            .sum()
+    }
+
+    /// Brings `setup`'s share of the budget up to its bytes ([`Setup::host_bytes`]) as far as
+    /// the budget can grant now, taking `building` (what its making reserved) first, and
+    /// never so far that fewer than `keep_free` bytes (one partition of the circuit) would be
+    /// left beside all cached setups: its jobs can always start. Called when the setup is
+    /// made and whenever a job finds it cached, so a share first granted in part (partitions
+    /// in flight held the rest) grows once they end. A share short of the setup's bytes is
+    /// logged once.
+    fn hold(&self, setup: &Setup, building: Option<Reservation>, keep_free: u64) {
         let Some(budget) = self.budget.get() else {
             return;
         };
+        let key = &setup.circuit_key;
         let bytes = setup.host_bytes();
-        let mut held = match building {
-            Some(r) => r,
-            None => match budget.try_reserve_up_to(0, bytes) {
+        let room = budget
+            .capacity()
+            .saturating_sub(keep_free.saturating_add(self.held_bytes_except(key)));
+        let target = bytes.min(room);
+        let mut held = lock(&self.held);
+        let had = held.get(key).map_or(0, Reservation::bytes);
+        if had >= target && building.is_none() {
+            return;
+        }
+        let mut share = match (held.remove(key), building) {
+            (Some(mut r), Some(b)) => {
+                let _ = r.merge(b);
+                r
+            }
+            (Some(r), None) | (None, Some(r)) => r,
+            (None, None) => match budget.try_reserve_up_to(0, target) {
                 Ok(r) => r,
                 Err(_) => return,
             },
         };
-        if held.bytes() < bytes {
-            if let Ok(more) = budget.try_reserve_up_to(0, bytes - held.bytes()) {
-                let _ = held.merge(more);
+        if share.bytes() < target {
+            if let Ok(more) = budget.try_reserve_up_to(0, target - share.bytes()) {
+                let _ = share.merge(more);
             }
         }
-        held.shrink_to(bytes);
-        if held.bytes() < bytes {
+        share.shrink_to(target);
+        if share.bytes() < bytes && had == 0 {
             tracing::warn!(
-                circuit = %setup.circuit_key,
+                circuit = %key,
                 bytes,
-                counted = held.bytes(),
+                counted = share.bytes(),
                 budget = budget.name(),
-                "the setup holds more host memory than the budget has free: only part of it is counted"
+                "the setup holds more host memory than its share of the budget: only part of it is counted"
             );
         }
-        lock(&self.held).insert(setup.circuit_key.clone(), held);
+        held.insert(key.clone(), share);
     }
 
     pub(super) fn supply(&self, key: String, params: Parameters) {
@@ -184,11 +210,14 @@ impl SetupCache {
     ///
     /// `building`: memory the caller reserved for making the setup; when this call makes it,
     /// the reservation becomes the cached setup's share of the budget ([`SetupCache::count_in`]).
+    /// `keep_free`: bytes the budget must keep beside the cached setups for one partition of
+    /// this circuit ([`SetupCache::hold`]).
     pub(super) fn get_or_make(
         &self,
         instance: &dyn Instance,
         generator: Option<&dyn ParameterGenerator>,
         building: Option<Reservation>,
+        keep_free: u64,
     ) -> Result<(Arc<Setup>, Duration), SetupError> {
         let start = Instant::now();
         let key = instance.circuit_key();
@@ -200,6 +229,7 @@ impl SetupCache {
         let mut guard = match slot.try_lock() {
             Ok(guard) => {
                 if let Some(setup) = guard.as_ref() {
+                    self.hold(setup, building, keep_free);
                     return Ok((Arc::clone(setup), Duration::ZERO));
                 }
                 guard
@@ -208,10 +238,11 @@ impl SetupCache {
             Err(TryLockError::WouldBlock) => lock(&slot),
         };
         if let Some(setup) = guard.as_ref() {
+            self.hold(setup, building, keep_free);
             return Ok((Arc::clone(setup), start.elapsed()));
         }
         let setup = Arc::new(self.make(key, instance, generator)?);
-        self.hold(&setup, building);
+        self.hold(&setup, building, keep_free);
         *guard = Some(Arc::clone(&setup));
         Ok((setup, start.elapsed()))
     }

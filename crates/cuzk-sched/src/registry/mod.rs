@@ -122,19 +122,21 @@ impl Registry {
     /// The setup of `instance`'s circuit, made now if it is not cached (blocking: recording
     /// and parameter generation can take long), and the time it took to obtain.
     pub fn setup(&self, instance: &dyn Instance) -> Result<(Arc<Setup>, Duration), SetupError> {
-        self.cache
-            .get_or_make(instance, self.generator.as_deref(), None)
+        self.setup_held(instance, None, 0)
     }
 
-    /// [`Registry::setup`] with the memory the caller reserved for making it, which becomes
-    /// the cached setup's share of the budget when this call makes it.
-    pub fn setup_reserved(
+    /// [`Registry::setup`] that also settles the setup's share of the budget it is counted in
+    /// ([`Registry::count_setups_in`]): `building` is memory the caller reserved for making
+    /// it, taken into that share; the share never leaves fewer than `keep_free` bytes (one
+    /// partition of the circuit) beside the cached setups.
+    pub fn setup_held(
         &self,
         instance: &dyn Instance,
         building: Option<cuzk_mem::Reservation>,
+        keep_free: u64,
     ) -> Result<(Arc<Setup>, Duration), SetupError> {
         self.cache
-            .get_or_make(instance, self.generator.as_deref(), building)
+            .get_or_make(instance, self.generator.as_deref(), building, keep_free)
     }
 
     /// Counts every setup cached from now on in the host `budget` while it stays cached
@@ -146,6 +148,11 @@ impl Registry {
     /// Host bytes the cached setups hold in that budget.
     pub fn setup_bytes_held(&self) -> u64 {
         self.cache.held_bytes()
+    }
+
+    /// Host bytes the cached setups of circuits other than `circuit_key` hold in that budget.
+    pub fn setup_bytes_held_except(&self, circuit_key: &str) -> u64 {
+        self.cache.held_bytes_except(circuit_key)
     }
 
     /// An instance of circuit `circuit_key` from the first kind that makes one from the key

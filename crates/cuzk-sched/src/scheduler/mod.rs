@@ -231,12 +231,17 @@ impl Scheduler {
         if !core.accepting {
             return Err(SubmitError::ShuttingDown);
         }
-        if partition_bytes > shared.budget.capacity() {
+        // Other circuits' cached setups hold their part of the budget until evicted.
+        let capacity = shared
+            .budget
+            .capacity()
+            .saturating_sub(shared.registry.setup_bytes_held_except(&circuit_key));
+        if partition_bytes > capacity {
             core.counts.refused += 1;
             return Err(SubmitError::TooLarge {
                 circuit_key,
                 needed: partition_bytes,
-                capacity: shared.budget.capacity(),
+                capacity,
             });
         }
         if core.jobs.len() >= shared.config.max_queued_jobs {
@@ -450,8 +455,13 @@ impl Scheduler {
                 }
             })?)
         };
-        // The building reservation becomes the cached setup's share of the budget.
-        let (setup, setup_time) = self.shared.registry.setup_reserved(instance, building)?;
+        // The building reservation becomes the cached setup's share of the budget, which
+        // leaves room for one of the circuit's partitions.
+        let keep_free = self.shared.backend.partition_bytes(&instance.shape());
+        let (setup, setup_time) = self
+            .shared
+            .registry
+            .setup_held(instance, building, keep_free)?;
         self.load_setup(&setup, was_cached, setup_time, start, pin)
     }
 

@@ -42,7 +42,16 @@ pub(crate) fn synthesis_loop(
                 device = task.device
             );
             let _enter = span.enter();
-            synthesize(&registry, &*task.instance, task.job, task.partition, spare).and_then(|s| {
+            let keep_free = task.reservation.bytes();
+            synthesize(
+                &registry,
+                &*task.instance,
+                task.job,
+                task.partition,
+                spare,
+                keep_free,
+            )
+            .and_then(|s| {
                 if task.cancelled.load(Ordering::Relaxed) {
                     return Err(JobError::Cancelled { job: task.job });
                 }
@@ -85,18 +94,20 @@ fn witness_bytes(w: &Witness) -> u64 {
 }
 
 /// Setup (from the cache, or made now), witness and public inputs of one partition; the
-/// witness is written into `spare`'s memory where the instance can.
+/// witness is written into `spare`'s memory where the instance can. `keep_free`: the
+/// partition's reservation, which the setup's share of the budget always leaves room for.
 fn synthesize(
     registry: &Registry,
     instance: &dyn Instance,
     job: JobId,
     partition: usize,
     spare: Witness,
+    keep_free: u64,
 ) -> Result<Synthesized, JobError> {
     let phase = Cell::new(Phase::Setup);
     let run = || {
         let (setup, setup_time) = registry
-            .setup(instance)
+            .setup_held(instance, None, keep_free)
             .map_err(|source| JobError::Setup { job, source })?;
         phase.set(Phase::Synthesis);
         let start = Instant::now();

@@ -447,3 +447,58 @@ fn registry_with_tiny() -> cuzk_sched::Registry {
     registry.register(Arc::new(Tiny)).unwrap();
     registry
 }
+
+/// A preloaded setup's share of the budget always leaves room for one of its circuit's
+/// partitions, so its jobs run even when the setup alone nearly fills the budget; a circuit
+/// whose partition no longer fits beside other circuits' setups is refused at submission.
+#[test]
+fn cached_setups_hold_their_bytes_but_never_starve_their_own_jobs() {
+    let shape = Shape {
+        constraints: 254,
+        inputs: 2,
+        aux: 254,
+    };
+    let partition = cpu().partition_bytes(&shape);
+    // The setup's own bytes, from a roomy budget.
+    let roomy = start(
+        cpu(),
+        registry_with_tiny(),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    roomy.preload_named("tiny", true).unwrap();
+    let actual = roomy.registry().setup_bytes_held();
+    assert!(actual > 0);
+    drop(roomy);
+
+    // A budget in which the setup and one partition do not both fit.
+    let capacity = shape.setup_bytes().max(partition + actual / 2);
+    assert!(actual + partition > capacity);
+    let s = start(
+        cpu(),
+        registry_with_tiny(),
+        capacity,
+        SchedulerConfig::default(),
+    );
+    s.preload_named("tiny", true).unwrap();
+    let held = s.registry().setup_bytes_held();
+    assert!(
+        held > 0 && held <= capacity - partition,
+        "{held} of {capacity}"
+    );
+    let inputs = cuzk_sched::Inputs::default().with_field("num_constraints", 254);
+    let out = s
+        .prove_blocking(Request::new("synthetic-porep", inputs))
+        .unwrap();
+    assert_eq!(out.circuit_key, "synthetic-porep-254");
+    assert_eq!(s.budget().used(), s.registry().setup_bytes_held());
+
+    // Another circuit whose partition needs more than the setup leaves: refused, naming it.
+    let big = cuzk_sched::Inputs::default().with_field("num_constraints", 1 << 16);
+    match s.submit(Request::new("synthetic-porep", big)) {
+        Err(cuzk_sched::SubmitError::TooLarge { capacity: left, .. }) => {
+            assert_eq!(left, capacity - held)
+        }
+        other => panic!("expected TooLarge, got {:?}", other.map(|h| h.id())),
+    }
+}
