@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Launch, BINARY};
-use cuzk_daemon::proto::{EvictSrsRequest, GetStatusRequest, PreloadSrsRequest};
+use cuzk_daemon::proto::{EvictSrsRequest, GetMetricsRequest, GetStatusRequest, PreloadSrsRequest};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -108,14 +108,26 @@ async fn preload_takes_only_the_ids_the_daemon_knows() {
         Code::ResourceExhausted,
         &["budget host", "stacked-proof-of-replication"],
     );
-    // The daemon serves on, with nothing left reserved.
+    // The daemon serves on, with nothing left reserved but the loaded setup's own bytes.
     let status = client
         .get_status(GetStatusRequest {})
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(status.pinned_memory_bytes, 0);
     assert_eq!(status.loaded_srs.len(), 1);
+    let metrics = client
+        .get_metrics(GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    let setup_bytes: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cuzk_setup_bytes "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("cuzk_setup_bytes in the metrics") as u64;
+    assert!(setup_bytes > 0);
+    assert_eq!(status.pinned_memory_bytes, setup_bytes);
 }
 
 #[tokio::test(flavor = "multi_thread")]
