@@ -158,10 +158,11 @@ async fn level(
             started.elapsed(),
         );
     }
-    progress.finish();
     let wall = started.elapsed();
+    // The sampler stops before the progress line ends, so that it draws nothing after it.
     let _ = stop.send(true);
     let rss_peak = sampler.await.ok().flatten();
+    progress.finish();
     let after = metrics(client).await;
     if let Some(e) = first_error {
         eprintln!("first failure: {e}");

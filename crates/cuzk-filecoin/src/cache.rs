@@ -582,8 +582,11 @@ impl ParamCache {
             false
         };
         if skip {
-            // An earlier generation's file no longer matches the .vk just written.
-            self.remove_stale_generated(id)?;
+            // An earlier generation's file no longer matches the .vk just written. Proving
+            // does not need it gone; a later load would find it does not fit, and regenerate.
+            if let Err(e) = self.remove_stale_generated(id) {
+                tracing::warn!(circuit = %id, error = %e, "a stale generated parameter file could not be removed");
+            }
             return Ok((params, generate_time));
         }
         let writer = Writer {

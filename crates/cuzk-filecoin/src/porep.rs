@@ -625,16 +625,7 @@ fn record_porep_in<Tree: 'static + MerkleTreeTrait>(
     threads: usize,
 ) -> std::result::Result<cuzk_synth::Pce, cuzk_synth::SynthError> {
     let challenges = vanilla_params.challenges.num_challenges_per_partition();
-    let blank = |k: usize| {
-        let mut params = vanilla_params.clone();
-        params.challenges = with_count(&vanilla_params.challenges, k);
-        Sequential(
-            <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-                StackedDrg<'_, Tree, DefaultPieceHasher>,
-                StackedCircuit<Tree, DefaultPieceHasher>,
-            >>::blank_circuit(&params),
-        )
-    };
+    let blank = |k: usize| porep_blank(vanilla_params, k);
     let runs = threads.min(challenges);
     if runs < 2 {
         return cuzk_synth::Pce::record(blank(challenges));
@@ -650,6 +641,22 @@ fn record_porep_in<Tree: 'static + MerkleTreeTrait>(
         }
         recorded => recorded,
     }
+}
+
+/// The blank PoRep circuit of `vanilla_params` with `k` challenges per partition instead of
+/// its own count, as the parameters' recording sees it.
+fn porep_blank<Tree: 'static + MerkleTreeTrait>(
+    vanilla_params: &stacked::PublicParams<Tree>,
+    k: usize,
+) -> Sequential<StackedCircuit<Tree, DefaultPieceHasher>> {
+    let mut params = vanilla_params.clone();
+    params.challenges = with_count(&vanilla_params.challenges, k);
+    Sequential(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            StackedCircuit<Tree, DefaultPieceHasher>,
+        >>::blank_circuit(&params),
+    )
 }
 
 /// `challenges` with `k` challenges per partition, of the same kind.
@@ -718,6 +725,13 @@ mod tests {
             StackedCircuit<SectorShape2KiB, DefaultPieceHasher>,
         >>::blank_circuit(vanilla)))
         .unwrap();
+        // The runs themselves (record_porep_in would fall back to the whole circuit).
+        let runs = cuzk_synth::Pce::record_runs(
+            porep_blank(vanilla, 0),
+            vec![(porep_blank(vanilla, 1), 1), (porep_blank(vanilla, 1), 1)],
+        )
+        .unwrap();
+        assert_eq!(runs, whole);
         assert_eq!(record_porep_in(vanilla, 2).unwrap(), whole);
         assert_eq!(record_porep_in(vanilla, 1).unwrap(), whole);
     }

@@ -343,9 +343,93 @@ pub fn level_threads(m_max: usize, first_span: u32) -> Vec<usize> {
     out
 }
 
+/// Work buffers that serve every plan an MSM of `base.n` points can be given in
+/// `base.allowance`: the dense plan when `dense`, and split plans for every tail its 0/1 split
+/// can leave when `split` (a call samples the tail from its scalars, and the window width
+/// follows ⌊log2 tail⌋ alone, so the tails n, n/2, …, 1 meet every plan a split can choose).
+/// Each buffer is the largest any of them asks for, as far as they fit the allowance together:
+/// the dense plan first, then the split plans from the largest tail down, each kept only if
+/// the whole still fits. A workspace of these sizes serves the first call of any of them
+/// without allocating ([`Sizes::covers`]).
+pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Sizes, MsmError> {
+    let n = base.n.max(1);
+    let mut inputs: Vec<PlanInput> = Vec::new();
+    if dense {
+        inputs.push(PlanInput {
+            tail: n,
+            split: false,
+            ..*base
+        });
+    }
+    if split {
+        let mut tail = n;
+        loop {
+            inputs.push(PlanInput {
+                tail,
+                split: true,
+                ..*base
+            });
+            if tail == 1 {
+                break;
+            }
+            tail /= 2;
+        }
+    }
+    let mut covering: Option<Sizes> = None;
+    for input in &inputs {
+        let sizes = Plan::new(input)?.sizes;
+        let next = covering.map_or(sizes, |c| c.max(&sizes));
+        if covering.is_some() && next.bytes(base.xyzz_bytes) > base.allowance {
+            continue;
+        }
+        covering = Some(next);
+    }
+    Ok(covering.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn covering_sizes_serve_every_tail_a_split_can_leave() {
+        for xyzz in [192, 384] {
+            for n in [1000, 1 << 16, (1 << 20) + 7, 1 << 24, 1 << 27] {
+                let base = PlanInput {
+                    xyzz_bytes: xyzz,
+                    ..input(n, 400 << 30)
+                };
+                let all = covering_sizes(&base, true, true).unwrap();
+                assert!(all.bytes(xyzz) <= base.allowance);
+                let mut tails: Vec<usize> =
+                    (0..=27).map(|k| 1usize << k).filter(|&t| t <= n).collect();
+                tails.extend([n, n - 1, n / 3, n / 100 + 1, 3, 5000.min(n)]);
+                for tail in tails {
+                    for split in [false, true] {
+                        let need = Plan::new(&PlanInput {
+                            tail,
+                            split,
+                            ..base
+                        })
+                        .unwrap()
+                        .sizes;
+                        assert!(
+                            all.covers(&need),
+                            "n {n} tail {tail} split {split} (xyzz {xyzz}): {need:?} not in {all:?}"
+                        );
+                    }
+                }
+                // Dense only: the dense plan exactly; split only: no smaller than any tail's.
+                let dense = covering_sizes(&base, true, false).unwrap();
+                assert_eq!(dense, Plan::new(&base).unwrap().sizes);
+            }
+        }
+        // A tight allowance: what is kept still fits it.
+        let tight = input(1 << 20, 64 << 20);
+        let kept = covering_sizes(&tight, true, true).unwrap();
+        assert!(kept.bytes(192) <= 64 << 20);
+        assert!(kept.covers(&Plan::new(&tight).unwrap().sizes));
+    }
 
     fn input(n: usize, allowance: usize) -> PlanInput {
         PlanInput {

@@ -408,13 +408,14 @@ impl MsmEngine {
     }
 
     /// Allocates now the work buffers an MSM of `n` points in group `C` will need (scalars
-    /// from the host, staged in pieces, when `host`; else read on the device), whether or not
-    /// it splits off zeros and ones, unless the cached ones already serve it: the first call
-    /// of that shape then allocates nothing. Workspaces reserved for several shapes in turn
-    /// grow to serve them all where they fit the allowance together. `beside`: device bytes
-    /// the calls will find allocated that are free now (a proof's a, b, c), left out of the
-    /// allowance so that the reserved buffers are those the calls' own plans ask for. Returns
-    /// the device bytes the group's workspace holds.
+    /// from the host, staged in pieces, when `host`; else read on the device), whatever tail
+    /// its 0/1 split leaves ([`crate::plan::covering_sizes`] for the engine's split mode), unless
+    /// the cached ones already serve it: the first call of that shape then allocates nothing.
+    /// Workspaces reserved for several shapes in turn grow to serve them all where they fit
+    /// the allowance together. `beside`: device bytes the calls will find allocated that are
+    /// free now (a proof's a, b, c), left out of the allowance so that the reserved buffers
+    /// are those the calls' own plans ask for. Returns the device bytes the group's workspace
+    /// holds.
     pub fn reserve<C: MsmCurve>(
         &self,
         stream: &Stream,
@@ -425,20 +426,36 @@ impl MsmEngine {
     ) -> Result<usize, MsmError> {
         let mut cache = lock(&self.workspaces);
         if n > 0 {
-            for split in [false, true] {
-                let allowance = match config.vram_allowance {
-                    Some(a) => a,
-                    None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
-                };
-                let plan = self.plan::<C>(n, n, split, host, config, allowance)?;
-                workspace::<C>(
-                    &mut cache,
-                    &self.allocations,
-                    stream,
-                    &plan.sizes,
-                    Some(allowance),
-                )?;
+            let allowance = match config.vram_allowance {
+                Some(a) => a,
+                None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
+            };
+            // Which plans a call can take (see `decide_split`): host scalars split or not as
+            // the mode and their sample say; device scalars split only when always asked to,
+            // and then with every scalar counted as tail.
+            let (dense, split) = match (config.split, host) {
+                (Split::Dense, _) => (true, false),
+                (Split::Always, true) => (false, true),
+                (Split::Always, false) => (false, false),
+                (Split::Auto, true) => (true, true),
+                (Split::Auto, false) => (true, false),
+            };
+            let base = self.plan_input::<C>(n, n, false, host, config, allowance);
+            let mut sizes = crate::plan::covering_sizes(&base, dense, split)?;
+            if !dense && !split {
+                sizes = Plan::new(&PlanInput {
+                    split: true,
+                    ..base
+                })?
+                .sizes;
             }
+            workspace::<C>(
+                &mut cache,
+                &self.allocations,
+                stream,
+                &sizes,
+                Some(allowance),
+            )?;
         }
         Ok(cache
             .get(C::NAME)

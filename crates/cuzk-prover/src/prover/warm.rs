@@ -63,14 +63,19 @@ impl GpuProver {
             let config = self.msm_config(msm_default);
             // The proof's a, b and c are on the device while its MSMs run.
             let abc = 3 * lengths.n * std::mem::size_of::<FrRepr>();
-            let host = lengths.aux.max(lengths.a).max(lengths.b);
-            // The dense H MSM first (its scalars, one per domain point, stay on the device): it asks
-            // for the most, and the sparse ones then fit in it.
-            self.msm
-                .reserve::<G1>(&self.stream, lengths.n, false, abc, &config)?;
-            let g1 = self
-                .msm
-                .reserve::<G1>(&self.stream, host, true, abc, &config)?;
+            // Each MSM as the proof calls it: H on the device (one scalar per domain point),
+            // L, A and B₁ from pinned host memory, B₂ too; each plans from its own length.
+            let mut g1 = 0;
+            for (n, host) in [
+                (lengths.n, false),
+                (lengths.aux, true),
+                (lengths.a, true),
+                (lengths.b, true),
+            ] {
+                g1 = self
+                    .msm
+                    .reserve::<G1>(&self.stream, n, host, abc, &config)?;
+            }
             let g2 = self
                 .msm
                 .reserve::<G2>(&self.stream, lengths.b, true, abc, &config)?;

@@ -525,7 +525,7 @@ impl Scheduler {
         };
         let device = self.shared.backend.evict(circuit_key);
         let host = self.shared.registry.evict(circuit_key);
-        let host_bytes = host.as_ref().map_or(0, |s| s.parameter_bytes());
+        let host_bytes = host.as_ref().map_or(0, |s| s.host_bytes());
         let report = crate::EvictReport {
             was_loaded: device.was_loaded || host.is_some(),
             freed_bytes: device.freed_bytes + host_bytes,

@@ -205,6 +205,8 @@ mod tests {
         blocks: usize,
         odd: Option<usize>,
         common_extra: bool,
+        /// The coefficient of x in the common constraint.
+        common_coeff: u64,
     }
 
     impl Circuit<Scalar> for Blocks {
@@ -216,7 +218,8 @@ mod tests {
             let x = cs.alloc_input(|| "x", || Ok(one))?;
             let y = cs.alloc(|| "y", || Ok(one))?;
             let z = cs.alloc(|| "z", || Ok(one))?;
-            cs.enforce(|| "common", |lc| lc + x, |lc| lc + y, |lc| lc + z);
+            let c = Scalar::from(self.common_coeff);
+            cs.enforce(|| "common", |lc| lc + (c, x), |lc| lc + y, |lc| lc + z);
             if self.common_extra {
                 cs.enforce(|| "extra", |lc| lc + y, |lc| lc + y, |lc| lc + z);
             }
@@ -242,6 +245,7 @@ mod tests {
             blocks,
             odd: None,
             common_extra: false,
+            common_coeff: 1,
         }
     }
 
@@ -286,6 +290,13 @@ mod tests {
             ..blocks(0, 2)
         };
         assert!(differ(Pce::record_runs(blocks(0, 0), vec![(other, 2)])));
+        // The same counts, one coefficient of the common part changed: only the prefix check
+        // sees it.
+        let changed = Blocks {
+            common_coeff: 5,
+            ..blocks(0, 2)
+        };
+        assert!(differ(Pce::record_runs(blocks(0, 0), vec![(changed, 2)])));
         // A count that does not match the run.
         assert!(differ(Pce::record_runs(
             blocks(0, 0),
