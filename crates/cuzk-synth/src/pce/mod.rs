@@ -402,7 +402,9 @@ impl Pce {
     /// then each block referring only to the common part and itself, this is the PCE
     /// recording the whole circuit gives (the runs' common parts and block shapes are
     /// checked: [`SynthError::RunsDiffer`] otherwise, when the whole circuit should be
-    /// recorded instead).
+    /// recorded instead). Runs of one block each leave the block shape unchecked against a
+    /// second block: a circuit that adds rows to its common part only when it has blocks would
+    /// join wrongly then, and only a proof's verification would show it.
     pub fn record_runs<C: Circuit<Scalar> + Send>(
         common: C,
         runs: Vec<(C, usize)>,
