@@ -134,6 +134,8 @@ pub fn run(args: &Args) -> Result<()> {
             generator: Generator::of(&*backend),
             digests: DigestCheck::Verify,
             pce_on_disk: true,
+            // `--keep-params` reuses them in a later run.
+            write_generated: true,
         },
     ));
     let mut registry = Registry::empty();

@@ -85,6 +85,21 @@ fn test() -> Result<()> {
         ],
         &[],
     )?;
+    // The code behind features a default build leaves out (the GPU benchmarks and tests of
+    // `cuda`, `bellperson`): compiled and linted here too, though nothing of it runs.
+    util::step("clippy, every feature");
+    util::cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
     util::step("workspace tests (CPU)");
     util::cargo(&["test", "--workspace"], &[])
 }
