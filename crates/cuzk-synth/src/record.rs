@@ -111,21 +111,44 @@ impl Builder {
 
     /// Appends `other`'s rows, renumbering its variables to follow ours.
     fn append(&mut self, other: &Builder, input_base: u32, aux_base: u32) {
-        let offset = self.cols.len() as u64;
-        self.row_ptr
-            .extend(other.row_ptr[1..].iter().map(|p| p + offset));
-        self.cols.extend(other.cols.iter().map(|&col| match col {
+        self.append_rows(other, 0, |col| match col {
             0 => 0,
             c if c & AUX_TAG != 0 => AUX_TAG | aux_base.wrapping_add(c & !AUX_TAG),
             c => input_base.wrapping_add(c - 1),
-        }));
+        });
+    }
+
+    /// Appends `other`'s rows from `from` on, their columns mapped by `map` and their
+    /// coefficients interned into this table.
+    fn append_rows(&mut self, other: &Builder, from: usize, map: impl Fn(u32) -> u32) {
+        let start = other.row_ptr[from] as usize;
+        let offset = self.cols.len() as u64;
+        self.row_ptr.extend(
+            other.row_ptr[from + 1..]
+                .iter()
+                .map(|p| p - start as u64 + offset),
+        );
+        self.cols
+            .extend(other.cols[start..].iter().map(|&c| map(c)));
         let remap: Vec<u32> = other
             .table
             .iter()
             .map(|v| self.interner.intern(&mut self.table, v))
             .collect();
         self.coeffs
-            .extend(other.coeffs.iter().map(|&k| remap[k as usize]));
+            .extend(other.coeffs[start..].iter().map(|&k| remap[k as usize]));
+    }
+
+    /// Makes room for the rows and entries `others` hold beyond this matrix's own (the runs
+    /// a join appends after their common part, which is this matrix).
+    fn reserve_beyond<'a>(&mut self, others: impl Iterator<Item = &'a Builder>) {
+        let (rows, entries) = (self.row_ptr.len(), self.cols.len());
+        let (more_rows, more_entries) = others.fold((0, 0), |(r, e), o| {
+            (r + o.row_ptr.len() - rows, e + o.cols.len() - entries)
+        });
+        self.row_ptr.reserve_exact(more_rows);
+        self.cols.reserve_exact(more_entries);
+        self.coeffs.reserve_exact(more_entries);
     }
 
     /// Untags the columns: inputs keep their index, aux `j` becomes `num_inputs + j`.

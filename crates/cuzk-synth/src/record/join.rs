@@ -95,28 +95,9 @@ pub(crate) fn join(
         }
     }
     // Room for everything at once: the joined matrices are the size of the whole circuit's.
-    let beyond = |m: &Builder| (m.row_ptr.len() - 1 - base.rows, m.cols.len());
-    for (joined, part) in [
-        (
-            &mut common.a,
-            runs.iter().map(|(r, _)| beyond(&r.a)).collect::<Vec<_>>(),
-        ),
-        (
-            &mut common.b,
-            runs.iter().map(|(r, _)| beyond(&r.b)).collect(),
-        ),
-        (
-            &mut common.c,
-            runs.iter().map(|(r, _)| beyond(&r.c)).collect(),
-        ),
-    ] {
-        let prefix = joined.cols.len();
-        let rows: usize = part.iter().map(|p| p.0).sum();
-        let entries: usize = part.iter().map(|p| p.1 - prefix).sum();
-        joined.row_ptr.reserve_exact(rows);
-        joined.cols.reserve_exact(entries);
-        joined.coeffs.reserve_exact(entries);
-    }
+    common.a.reserve_beyond(runs.iter().map(|(r, _)| &r.a));
+    common.b.reserve_beyond(runs.iter().map(|(r, _)| &r.b));
+    common.c.reserve_beyond(runs.iter().map(|(r, _)| &r.c));
     let mut inputs = base.inputs;
     let mut aux = base.aux;
     for (run, blocks) in runs {
@@ -164,29 +145,6 @@ fn same_prefix(mine: &Builder, theirs: &Builder, rows: usize) -> bool {
             .iter()
             .zip(&theirs.coeffs)
             .all(|(&k, &t)| mine.table[k as usize] == theirs.table[t as usize])
-}
-
-impl Builder {
-    /// Appends `other`'s rows from `from` on, their columns mapped by `map` and their
-    /// coefficients interned into this table.
-    fn append_rows(&mut self, other: &Builder, from: usize, map: impl Fn(u32) -> u32) {
-        let start = other.row_ptr[from] as usize;
-        let offset = self.cols.len() as u64;
-        self.row_ptr.extend(
-            other.row_ptr[from + 1..]
-                .iter()
-                .map(|p| p - start as u64 + offset),
-        );
-        self.cols
-            .extend(other.cols[start..].iter().map(|&c| map(c)));
-        let remap: Vec<u32> = other
-            .table
-            .iter()
-            .map(|v| self.interner.intern(&mut self.table, v))
-            .collect();
-        self.coeffs
-            .extend(other.coeffs[start..].iter().map(|&k| remap[k as usize]));
-    }
 }
 
 #[cfg(test)]
