@@ -6,7 +6,7 @@ use cuzk_plugin::{Instance, LoadError, MissingFile, ParameterGenerator, ReadySet
 use cuzk_synth::{Pce, SynthError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Why a circuit's setup could not be made.
@@ -80,13 +80,26 @@ impl SetupError {
     }
 }
 
-/// One key's setup, made by whoever locks the slot first while the others wait.
-type Slot = Arc<Mutex<Option<Arc<Setup>>>>;
+/// One key's setup, made by whoever takes `making` first while the others wait.
+#[derive(Default)]
+struct Slot {
+    /// The setup once made: locked only to read or swap it, never while making one, so a
+    /// reader never mistakes a made setup for one being made.
+    ready: Mutex<Option<Arc<Setup>>>,
+    /// Held for the whole making of the setup.
+    making: Mutex<()>,
+}
+
+impl Slot {
+    fn ready(&self) -> Option<Arc<Setup>> {
+        lock(&self.ready).clone()
+    }
+}
 
 /// Setups by circuit key, and parameters supplied for keys not yet set up.
 #[derive(Default)]
 pub(super) struct SetupCache {
-    slots: Mutex<HashMap<String, Slot>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
     supplied: Mutex<HashMap<String, Parameters>>,
     /// The host budget cached setups are counted in ([`SetupCache::count_in`]).
     budget: OnceLock<Budget>,
@@ -181,23 +194,18 @@ impl SetupCache {
     /// this and must not block behind a parameter generation).
     pub(super) fn get(&self, key: &str) -> Option<Arc<Setup>> {
         let slot = lock(&self.slots).get(key).cloned()?;
-        let setup = match slot.try_lock() {
-            Ok(guard) => guard.clone(),
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().clone(),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        setup
+        slot.ready()
     }
 
     pub(super) fn keys(&self) -> Vec<String> {
-        let slots: Vec<(String, Slot)> = lock(&self.slots)
+        let slots: Vec<(String, Arc<Slot>)> = lock(&self.slots)
             .iter()
             .map(|(k, s)| (k.clone(), Arc::clone(s)))
             .collect();
         let mut keys: Vec<String> = slots
             .into_iter()
-            // A slot being made is locked and not listed: it is not cached yet.
-            .filter(|(_, s)| s.try_lock().map(|s| s.is_some()).unwrap_or(false))
+            // A slot being made is not listed: it is not cached yet.
+            .filter(|(_, s)| s.ready().is_some())
             .map(|(k, _)| k)
             .collect();
         keys.sort();
@@ -222,28 +230,26 @@ impl SetupCache {
         let start = Instant::now();
         let key = instance.circuit_key();
         let slot = Arc::clone(lock(&self.slots).entry(key.clone()).or_default());
-        // Held while making the setup, so concurrent jobs of this circuit wait for it
-        // instead of each generating parameters; other circuits are not held up. A setup
-        // found made without waiting took this job no setup time; one waited for counts
-        // the wait.
-        let mut guard = match slot.try_lock() {
-            Ok(guard) => {
-                if let Some(setup) = guard.as_ref() {
-                    self.hold(setup, building, keep_free);
-                    return Ok((Arc::clone(setup), Duration::ZERO));
-                }
-                guard
-            }
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => lock(&slot),
-        };
-        if let Some(setup) = guard.as_ref() {
-            self.hold(setup, building, keep_free);
-            return Ok((Arc::clone(setup), start.elapsed()));
+        if let Some(setup) = slot.ready() {
+            // Found made without waiting: this job took no setup time.
+            self.hold(&setup, building, keep_free);
+            return Ok((setup, Duration::ZERO));
         }
-        let setup = Arc::new(self.make(key, instance, generator)?);
+        // Concurrent jobs of this circuit wait here for the one making the setup instead
+        // of each generating parameters; other circuits are not held up. The wait counts as
+        // the job's setup time. A panic while making leaves nothing made: the next retries.
+        let _making = slot.making.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(setup) = slot.ready() {
+            self.hold(&setup, building, keep_free);
+            return Ok((setup, start.elapsed()));
+        }
+        let setup = Arc::new(self.make(key.clone(), instance, generator)?);
         self.hold(&setup, building, keep_free);
-        *guard = Some(Arc::clone(&setup));
+        *lock(&slot.ready) = Some(Arc::clone(&setup));
+        // An eviction between this job's lookup and now removed the slot: cache it again.
+        lock(&self.slots)
+            .entry(key)
+            .or_insert_with(|| Arc::clone(&slot));
         Ok((setup, start.elapsed()))
     }
 
@@ -251,12 +257,7 @@ impl SetupCache {
     /// alone). Jobs holding it keep it until they end.
     pub(super) fn evict(&self, key: &str) -> Option<Arc<Setup>> {
         let mut slots = lock(&self.slots);
-        let slot = Arc::clone(slots.get(key)?);
-        let setup = match slot.try_lock() {
-            Ok(guard) => guard.clone(),
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().clone(),
-            Err(TryLockError::WouldBlock) => None,
-        }?;
+        let setup = lock(&slots.get(key)?.ready).take()?;
         slots.remove(key);
         lock(&self.held).remove(key);
         Some(setup)

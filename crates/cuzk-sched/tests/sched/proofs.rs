@@ -10,6 +10,8 @@ use cuzk_sched::{
 };
 use cuzk_synth::Pce;
 use rand::SeedableRng;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Verifies every proof of `out` against the cached verifying key, independently of the
@@ -215,4 +217,42 @@ fn the_api_types_cross_threads() {
     shared::<cuzk_sched::Registry>();
     movable::<cuzk_sched::JobHandle>();
     movable::<Result<JobOutput, JobError>>();
+}
+
+#[test]
+fn a_cached_setup_stays_visible_while_its_jobs_look_it_up() {
+    let s = Arc::new(start(
+        cpu(),
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    ));
+    s.prove_blocking(Request::synthetic_porep(LOG2, 1, 1))
+        .unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let provers: Vec<_> = (0..3)
+        .map(|t| {
+            let (s, done) = (Arc::clone(&s), Arc::clone(&done));
+            std::thread::spawn(move || {
+                for seed in 0..15 {
+                    s.prove_blocking(Request::synthetic_porep(LOG2, t * 100 + seed, 1))
+                        .unwrap();
+                }
+                done.store(true, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    let mut looked = 0u64;
+    while !done.load(Ordering::SeqCst) {
+        assert!(
+            s.registry().cached("synthetic-porep-256").is_some(),
+            "a made setup was reported missing while a job looked it up"
+        );
+        assert_eq!(s.registry().cached_keys(), ["synthetic-porep-256"]);
+        looked += 1;
+    }
+    for p in provers {
+        p.join().unwrap();
+    }
+    assert!(looked > 0);
 }

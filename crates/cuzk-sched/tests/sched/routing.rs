@@ -270,12 +270,9 @@ fn prepared_witnesses_lend_their_memory_to_the_next_and_give_it_back_when_idle()
                 .unwrap()
         })
         .collect();
-    let pvk_of = |s: &cuzk_sched::Scheduler| {
-        prepare_verifying_key(&s.registry().cached("synthetic-porep-256").unwrap().vk)
-    };
     for h in handles {
         let out = h.wait_blocking().unwrap();
-        let pvk = pvk_of(&s);
+        let pvk = prepare_verifying_key(&out.verifying_key);
         for (proof, inputs) in out.proofs.iter().zip(&out.public_inputs) {
             assert!(verify_proof(&pvk, proof, inputs).unwrap());
         }
