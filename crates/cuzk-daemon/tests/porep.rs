@@ -118,6 +118,7 @@ async fn ni_porep_through_the_daemon(backend: &str, sector: u64) -> Result<()> {
     assert!(!verify_seal(&c1, sector, &bad).unwrap_or(false));
     // Another sector's public inputs do not verify either.
     assert!(!verify_seal(&c1, sector + 1, &response.proof).unwrap_or(false));
+    daemon.stop();
     Ok(())
 }
 
@@ -188,5 +189,8 @@ async fn gpu_daemon_first_porep_2kib_generates_its_parameters_on_the_gpu() -> Re
         verify_seal(&c1, sector, &response.proof)?,
         "verify_seal rejected the daemon's proof"
     );
+    // Its parameter file is written after the proof: a later test's daemon loads it (the
+    // NI-PoRep 2KiB circuit is this one: same challenges per partition, same identifier).
+    daemon.stop();
     Ok(())
 }

@@ -520,11 +520,16 @@ pub(crate) fn porep_job_api(
     }
 }
 
-/// Into how many runs each partition's challenges are split for synthesis: enough to give
-/// every core work when there are fewer partitions than cores (a 2KiB to 512MiB sector has one
-/// partition of two challenges), one when the partitions alone keep the cores busy.
+/// Into how many runs each partition's challenges are split for synthesis: the threads its
+/// caller gives one partition ([`cuzk_plugin::share`]: under the scheduler, the CPU pool
+/// divided by the partitions synthesizing at once, so that a 32GiB job's 10 partitions,
+/// synthesized two at a time, use every core); elsewhere the pool divided by the job's
+/// partitions, which then synthesize all at once. One run when the partitions alone keep the
+/// cores busy; at most one run per challenge.
 fn challenge_runs(partitions: usize, challenges: usize) -> usize {
-    (rayon::current_num_threads() / partitions.max(1)).clamp(1, challenges.max(1))
+    let threads = cuzk_plugin::share::synthesis_share()
+        .unwrap_or_else(|| rayon::current_num_threads() / partitions.max(1));
+    threads.clamp(1, challenges.max(1))
 }
 
 /// filecoin-proofs' compound public parameters of a PoRep circuit.
@@ -708,6 +713,19 @@ pub(crate) fn safe<D: Domain>(name: &'static str, bytes: &[u8; 32]) -> Result<D>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_splits_into_the_threads_its_caller_gives_it() {
+        use cuzk_plugin::share::with_synthesis_share;
+        // Under the scheduler: its share, whatever the job's partition count.
+        assert_eq!(with_synthesis_share(8, || challenge_runs(10, 18)), 8);
+        assert_eq!(with_synthesis_share(8, || challenge_runs(1, 2)), 2);
+        assert_eq!(with_synthesis_share(1, || challenge_runs(1, 18)), 1);
+        // Elsewhere: the pool divided by the partitions, all synthesized at once.
+        let threads = rayon::current_num_threads();
+        assert_eq!(challenge_runs(10, 18), (threads / 10).clamp(1, 18));
+        assert_eq!(challenge_runs(1, 2), threads.clamp(1, 2));
+    }
 
     /// The 2KiB PoRep circuit (two challenges) recorded in two runs is the circuit recorded
     /// whole, the way its parameters were made.

@@ -14,6 +14,7 @@
 //!   ([`ReadySetup`]); the sample kinds of `cuzk-sched`, the Filecoin kinds of
 //!   `cuzk-filecoin`. [`inputs`] has the field readers kinds share, with typed errors
 //!   ([`InputError`]).
+//! - [`share`] tells a kind how many CPU threads one partition's synthesis may use.
 //! - [`Setup`] is a circuit's PCE and parameters as the scheduler hands them to backends.
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,7 @@ pub mod inputs;
 mod kind;
 mod setup;
 mod shape;
+pub mod share;
 mod stats;
 
 pub use backend::{

@@ -179,6 +179,18 @@ impl TestDaemon {
         kill(Pid::from_raw(self.pid as i32), signal).unwrap();
     }
 
+    /// Stops the daemon as an operator does (SIGTERM: accepted jobs end, parameter files
+    /// being written are finished) and waits for its clean exit, failing after 120 s.
+    pub fn stop(mut self) {
+        self.signal(Signal::SIGTERM);
+        let status = self.wait_exit(Duration::from_secs(120));
+        assert!(
+            status.success(),
+            "the daemon exited with {status}:\n{}",
+            self.log_text()
+        );
+    }
+
     /// Waits for the exit, failing after `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
@@ -214,6 +226,10 @@ impl TestDaemon {
     }
 }
 
+/// Kills the daemon at once. A test whose daemon generates parameters that a later daemon
+/// over the same folder loads calls [`TestDaemon::stop`] instead: a killed daemon leaves a
+/// generated circuit's `.params` unwritten, so the next one generates new parameters, whose
+/// `.vk` differs from the one this process's filecoin-proofs has cached for that circuit.
 impl Drop for TestDaemon {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {

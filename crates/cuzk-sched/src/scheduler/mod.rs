@@ -150,12 +150,13 @@ impl Scheduler {
         // these vectors and exit.
         let mut threads = Vec::new();
         let mut synth_tx = Vec::new();
-        for i in 0..config.synthesis_workers {
+        let workers = config.synthesis_workers;
+        for i in 0..workers {
             let (tx, rx) = mpsc::channel();
             let (registry, backend, events) =
                 (Arc::clone(&registry), Arc::clone(&backend), events.clone());
             threads.push(spawn(format!("cuzk-synth-{i}"), move || {
-                workers::synthesis_loop(i, rx, registry, backend, events)
+                workers::synthesis_loop(i, workers, rx, registry, backend, events)
             })?);
             synth_tx.push(tx);
         }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 /// Synthesizes (and prepares) partitions until the dispatcher drops its end of `tasks`.
 pub(crate) fn synthesis_loop(
     index: usize,
+    workers: usize,
     tasks: Receiver<SynthTask>,
     registry: Arc<Registry>,
     backend: Arc<dyn AnyBackend>,
@@ -43,14 +44,19 @@ pub(crate) fn synthesis_loop(
             );
             let _enter = span.enter();
             let keep_free = task.reservation.bytes();
-            synthesize(
-                &registry,
-                &*task.instance,
-                task.job,
-                task.partition,
-                spare,
-                keep_free,
-            )
+            // The shared CPU pool divided among the partitions synthesizing at once: what a
+            // kind that splits a partition's synthesis may spread it over.
+            let share = (rayon::current_num_threads() / workers.max(1)).max(1);
+            cuzk_plugin::share::with_synthesis_share(share, || {
+                synthesize(
+                    &registry,
+                    &*task.instance,
+                    task.job,
+                    task.partition,
+                    spare,
+                    keep_free,
+                )
+            })
             .and_then(|s| {
                 if task.cancelled.load(Ordering::Relaxed) {
                     return Err(JobError::Cancelled { job: task.job });

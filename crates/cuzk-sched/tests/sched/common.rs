@@ -103,6 +103,8 @@ pub enum Twist {
     Fails,
     /// Synthesis counts the partitions holding memory (until [`Tracked`] proves them).
     Counted(Arc<Counter>),
+    /// Synthesis records the CPU threads the scheduler gave it (`cuzk_plugin::share`).
+    Shares(Arc<Mutex<Vec<Option<usize>>>>),
 }
 
 /// A kind that parses like `synthetic-porep` and applies a twist to synthesis.
@@ -155,6 +157,10 @@ impl Instance for TwistedInstance {
                 })
             }
             Twist::Counted(counter) => counter.enter(),
+            Twist::Shares(seen) => seen
+                .lock()
+                .unwrap()
+                .push(cuzk_sched::plugin::share::synthesis_share()),
         }
         self.inner.synthesize(pce, partition)
     }

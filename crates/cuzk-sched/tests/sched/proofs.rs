@@ -256,3 +256,29 @@ fn a_cached_setup_stays_visible_while_its_jobs_look_it_up() {
     }
     assert!(looked > 0);
 }
+
+#[test]
+fn each_partition_is_told_its_share_of_the_cpu_pool() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kind = Twisted {
+        name: "sharing",
+        twist: Twist::Shares(Arc::clone(&seen)),
+    };
+    let s = start(
+        cpu(),
+        registry(vec![kind]),
+        BIG_BUDGET,
+        SchedulerConfig {
+            synthesis_workers: Some(2),
+            ..SchedulerConfig::default()
+        },
+    );
+    let inputs = cuzk_sched::Inputs::default()
+        .with_field("log2_constraints", LOG2 as u64)
+        .with_field("partitions", 3);
+    s.prove_blocking(Request::new("sharing", inputs)).unwrap();
+    let expected = Some((rayon::current_num_threads() / 2).max(1));
+    assert_eq!(*seen.lock().unwrap(), vec![expected; 3]);
+    // Outside the scheduler's workers nobody set one.
+    assert_eq!(cuzk_sched::plugin::share::synthesis_share(), None);
+}
