@@ -569,7 +569,11 @@ impl ParamCache {
         let skip = if !self.policy.write_generated {
             tracing::info!(circuit = %id, bytes = file_len, "generated parameters kept in memory only (the policy writes no .params file)");
             true
-        } else if let Err(free) = files::room_for(&self.dir, file_len + DISK_MARGIN) {
+        } else if let Err(free) = {
+            // A killed process's partial file of this circuit would count against the new one.
+            files::remove_stale_partials(&self.dir.join(id.params_file()));
+            files::room_for(&self.dir, file_len + DISK_MARGIN)
+        } {
             tracing::warn!(
                 circuit = %id,
                 dir = %self.dir.display(),

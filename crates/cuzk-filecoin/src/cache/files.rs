@@ -127,15 +127,65 @@ impl<W: Write> Write for DigestWriter<W> {
     }
 }
 
+/// The temporary name [`write_atomic`] writes `path` under in process `pid`.
+fn partial_name(path: &Path, pid: u32) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".partial-{pid}"));
+    PathBuf::from(tmp)
+}
+
+/// Removes the temporary files that processes no longer running left while writing `path`
+/// (a daemon killed while writing a 47 GB parameter file leaves one that size, which the next
+/// free-disk check would count against the new file). A process is taken as gone when
+/// `/proc` is mounted and has no entry for it; without `/proc` nothing is removed. Returns the
+/// bytes freed.
+pub(super) fn remove_stale_partials(path: &Path) -> u64 {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return 0;
+    };
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return 0;
+    }
+    let prefix = format!("{}.partial-", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut freed = 0;
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        match fs::remove_file(entry.path()) {
+            Ok(()) => {
+                freed += bytes;
+                tracing::info!(file = %entry.path().display(), bytes, "removed a partial file a stopped process left");
+            }
+            Err(e) => {
+                tracing::warn!(file = %entry.path().display(), error = %e, "a partial file a stopped process left could not be removed")
+            }
+        }
+    }
+    freed
+}
+
 /// Writes `path` through `write` under a temporary name, renames it into place, and returns
 /// the file's digest. Readers never see a partial file under the final name.
 pub(super) fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut DigestWriter<BufWriter<File>>) -> io::Result<()>,
 ) -> Result<String> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".partial-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
+    remove_stale_partials(path);
+    let tmp = partial_name(path, std::process::id());
     let result = (|| {
         let file = File::create(&tmp)?;
         let mut w = DigestWriter {
@@ -161,7 +211,31 @@ pub(super) fn write_atomic(
 
 #[cfg(test)]
 mod tests {
-    use super::room_for;
+    use super::{partial_name, remove_stale_partials, room_for, write_atomic};
+    use std::io::Write;
+
+    #[test]
+    fn partial_files_of_stopped_processes_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v28-circuit.params");
+        // A process that cannot be running (above the kernel's pid limit), this one, and an
+        // unrelated file with the same prefix.
+        let dead = partial_name(&path, 4_000_000_000);
+        let mine = partial_name(&path, std::process::id());
+        let other = dir.path().join("v28-circuit.params.partial-notapid");
+        for f in [&dead, &mine, &other] {
+            std::fs::write(f, b"12345").unwrap();
+        }
+        assert_eq!(remove_stale_partials(&path), 5);
+        assert!(!dead.exists());
+        assert!(mine.exists() && other.exists());
+        std::fs::remove_file(&mine).unwrap();
+        // A write removes them first too, and leaves only the file.
+        std::fs::write(&dead, b"1").unwrap();
+        write_atomic(&path, |w| w.write_all(b"params")).unwrap();
+        assert!(!dead.exists());
+        assert_eq!(std::fs::read(&path).unwrap(), b"params");
+    }
 
     #[test]
     fn room_for_compares_with_the_filesystems_free_space() {
