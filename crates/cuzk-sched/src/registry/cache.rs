@@ -224,41 +224,55 @@ impl SetupCache {
         &self,
         instance: &dyn Instance,
         generator: Option<&dyn ParameterGenerator>,
-        building: Option<Reservation>,
+        mut building: Option<Reservation>,
         keep_free: u64,
     ) -> Result<(Arc<Setup>, Duration), SetupError> {
         let start = Instant::now();
         let key = instance.circuit_key();
         let slot = Arc::clone(lock(&self.slots).entry(key.clone()).or_default());
-        if let Some(setup) = slot.ready() {
+        // The share is taken under the `ready` guard, so that an eviction (which forgets the
+        // share under the same guard) cannot slip between finding the setup and holding it.
+        if let Some(setup) = self.held_if_ready(&slot, &mut building, keep_free) {
             // Found made without waiting: this job took no setup time.
-            self.hold(&setup, building, keep_free);
             return Ok((setup, Duration::ZERO));
         }
         // Concurrent jobs of this circuit wait here for the one making the setup instead
         // of each generating parameters; other circuits are not held up. The wait counts as
         // the job's setup time. A panic while making leaves nothing made: the next retries.
+        // Slots stay in the map once made (an eviction empties them), so every job of a key
+        // waits on the same `making`.
         let _making = slot.making.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(setup) = slot.ready() {
-            self.hold(&setup, building, keep_free);
+        if let Some(setup) = self.held_if_ready(&slot, &mut building, keep_free) {
             return Ok((setup, start.elapsed()));
         }
-        let setup = Arc::new(self.make(key.clone(), instance, generator)?);
+        let setup = Arc::new(self.make(key, instance, generator)?);
+        let mut ready = lock(&slot.ready);
         self.hold(&setup, building, keep_free);
-        *lock(&slot.ready) = Some(Arc::clone(&setup));
-        // An eviction between this job's lookup and now removed the slot: cache it again.
-        lock(&self.slots)
-            .entry(key)
-            .or_insert_with(|| Arc::clone(&slot));
+        *ready = Some(Arc::clone(&setup));
         Ok((setup, start.elapsed()))
+    }
+
+    /// The slot's setup, if made, with its share of the budget held ([`SetupCache::hold`],
+    /// `building` taken), both under the slot's `ready` guard.
+    fn held_if_ready(
+        &self,
+        slot: &Slot,
+        building: &mut Option<Reservation>,
+        keep_free: u64,
+    ) -> Option<Arc<Setup>> {
+        let ready = lock(&slot.ready);
+        let setup = ready.as_ref()?;
+        self.hold(setup, building.take(), keep_free);
+        Some(Arc::clone(setup))
     }
 
     /// Forgets the setup of `key` and returns it, if it is made (a setup being made is left
     /// alone). Jobs holding it keep it until they end.
     pub(super) fn evict(&self, key: &str) -> Option<Arc<Setup>> {
-        let mut slots = lock(&self.slots);
-        let setup = lock(&slots.get(key)?.ready).take()?;
-        slots.remove(key);
+        let slots = lock(&self.slots);
+        // The slot stays (empty), so that jobs waiting to make it and later ones share it.
+        let mut ready = lock(&slots.get(key)?.ready);
+        let setup = ready.take()?;
         lock(&self.held).remove(key);
         Some(setup)
     }

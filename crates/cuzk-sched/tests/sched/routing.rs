@@ -499,3 +499,53 @@ fn cached_setups_hold_their_bytes_but_never_starve_their_own_jobs() {
         other => panic!("expected TooLarge, got {:?}", other.map(|h| h.id())),
     }
 }
+
+#[test]
+fn evictions_racing_jobs_leave_no_share_held_and_no_setup_made_twice() {
+    let s = Arc::new(start(
+        cpu(),
+        registry(vec![]),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    ));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let evictor = {
+        let (s, done) = (Arc::clone(&s), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut evicted = 0;
+            while !done.load(Ordering::SeqCst) {
+                if s.evict("synthetic-porep-256").was_loaded {
+                    evicted += 1;
+                }
+                std::thread::yield_now();
+            }
+            evicted
+        })
+    };
+    let provers: Vec<_> = (0..2)
+        .map(|t| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                for seed in 0..12 {
+                    let out = s
+                        .prove_blocking(Request::synthetic_porep(LOG2, t * 100 + seed, 1))
+                        .unwrap();
+                    let pvk = prepare_verifying_key(&out.verifying_key);
+                    assert!(verify_proof(&pvk, &out.proofs[0], &out.public_inputs[0]).unwrap());
+                }
+            })
+        })
+        .collect();
+    for p in provers {
+        p.join().unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    let evicted = evictor.join().unwrap();
+    assert!(evicted > 0, "the evictions raced nothing");
+    s.evict("synthetic-porep-256");
+    assert!(s.registry().cached_keys().is_empty());
+    // Once idle and evicted, no setup's share of the budget is left behind.
+    wait_until("the budget to empty", || {
+        s.budget().used() == 0 && s.registry().setup_bytes_held() == 0
+    });
+}
