@@ -151,6 +151,11 @@ fn remove_generated_porep_2kib() -> Result<()> {
     Ok(())
 }
 
+/// Order: `run-tests` runs these one at a time in name order, so this test (which removes
+/// and regenerates the 2KiB parameters) runs before the NI-PoRep one, which then loads them.
+/// The other way round, this process's filecoin-proofs would hold the NI test's `.vk` for the
+/// shared circuit when this one verifies against the regenerated parameters.
+///
 /// The daemon's first 2KiB PoRep C2 on the CUDA backend with the circuit's parameters
 /// missing: the log says they were generated on the GPU, the proof verifies, and the setup
 /// time it reports (`srs_load_ms`: PCE, parameter generation, placement) is printed for

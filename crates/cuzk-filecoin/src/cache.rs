@@ -571,7 +571,11 @@ impl ParamCache {
             true
         } else if let Err(free) = {
             // A killed process's partial file of this circuit would count against the new one.
-            files::remove_stale_partials(&self.dir.join(id.params_file()));
+            // Only under the circuit's file lock: without it another live writer (in another
+            // pid namespace, say) could look stopped.
+            if lock.is_some() {
+                files::remove_stale_partials(&self.dir.join(id.params_file()));
+            }
             files::room_for(&self.dir, file_len + DISK_MARGIN)
         } {
             tracing::warn!(
