@@ -68,6 +68,11 @@ pub(crate) trait Job: Send + Sync {
     /// Partition `k`'s witness on `pce` (its public inputs not yet checked), written into
     /// the memory of `spare`, a witness no longer needed (`Witness::default()` for none).
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness>;
+    /// Whether a partition's witness may be synthesized in runs joined afterwards (which
+    /// holds the runs' witnesses beside the joined one for a moment).
+    fn splits(&self) -> bool {
+        false
+    }
     /// Whether the request's proof is made from its partition proofs by [`Job::finish`]
     /// (NI-PoRep's aggregate) rather than being their encodings back to back.
     fn finishes(&self) -> bool {
@@ -172,6 +177,10 @@ where
 
     fn public_inputs(&self, k: usize) -> anyhow::Result<Vec<Fr>> {
         CP::generate_public_inputs(&self.verifier_in, &self.pub_params, Some(self.offset + k))
+    }
+
+    fn splits(&self) -> bool {
+        self.split.is_some()
     }
 
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness> {

@@ -433,6 +433,18 @@ impl Instance for FilecoinInstance {
         self.job.record()
     }
 
+    /// A partition synthesized in runs (PoRep) holds the runs' witnesses beside the joined
+    /// one for a moment: one more witness.
+    fn synthesis_scratch_bytes(&self) -> u64 {
+        if !self.job.splits() {
+            return 0;
+        }
+        let shape = self.shape();
+        (shape.inputs as u64)
+            .saturating_add(shape.aux as u64)
+            .saturating_mul(std::mem::size_of::<Fr>() as u64)
+    }
+
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
         self.synthesize_reusing(pce, partition, Witness::default())
     }

@@ -270,6 +270,10 @@ impl<Tree: 'static + MerkleTreeTrait> Job for NiPoRepJob<Tree> {
         self.inner.witness(pce, k, spare)
     }
 
+    fn splits(&self) -> bool {
+        self.inner.splits()
+    }
+
     fn finishes(&self) -> bool {
         true
     }

@@ -70,6 +70,14 @@ pub trait Instance: Send + Sync + fmt::Debug + 'static {
     /// Records the circuit's PCE (done once per key; the cache keeps it).
     fn record(&self) -> Result<Pce, SynthError>;
 
+    /// Host bytes one partition's synthesis holds beyond its witness at its peak, added to
+    /// each partition's reservation of the scheduler's budget (default 0). A kind that
+    /// synthesizes a partition in parallel runs and joins their witnesses into the partition's
+    /// holds the runs' witnesses beside the joined one for a moment: about one more witness.
+    fn synthesis_scratch_bytes(&self) -> u64 {
+        0
+    }
+
     /// The witness of partition `partition`.
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError>;
 

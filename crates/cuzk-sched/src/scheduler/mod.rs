@@ -223,7 +223,10 @@ impl Scheduler {
             Some(setup) => setup.shape(),
             None => instance.shape(),
         };
-        let partition_bytes = shared.backend.partition_bytes(&shape);
+        let partition_bytes = shared
+            .backend
+            .partition_bytes(&shape)
+            .saturating_add(instance.synthesis_scratch_bytes());
         let witness_bytes = (shape.inputs as u64)
             .saturating_add(shape.aux as u64)
             .saturating_mul(std::mem::size_of::<cuzk_field::Scalar>() as u64)
@@ -458,7 +461,11 @@ impl Scheduler {
         };
         // The building reservation becomes the cached setup's share of the budget, which
         // leaves room for one of the circuit's partitions.
-        let keep_free = self.shared.backend.partition_bytes(&instance.shape());
+        let keep_free = self
+            .shared
+            .backend
+            .partition_bytes(&instance.shape())
+            .saturating_add(instance.synthesis_scratch_bytes());
         let (setup, setup_time) = self
             .shared
             .registry

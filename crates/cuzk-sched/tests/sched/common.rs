@@ -105,6 +105,8 @@ pub enum Twist {
     Counted(Arc<Counter>),
     /// Synthesis records the CPU threads the scheduler gave it (`cuzk_plugin::share`).
     Shares(Arc<Mutex<Vec<Option<usize>>>>),
+    /// Synthesis says it holds this many bytes beyond its witness.
+    Scratch(u64),
 }
 
 /// A kind that parses like `synthetic-porep` and applies a twist to synthesis.
@@ -147,6 +149,12 @@ impl Instance for TwistedInstance {
     fn record(&self) -> Result<Pce, SynthError> {
         self.inner.record()
     }
+    fn synthesis_scratch_bytes(&self) -> u64 {
+        match self.twist {
+            Twist::Scratch(bytes) => bytes,
+            _ => 0,
+        }
+    }
     fn synthesize(&self, pce: &Pce, partition: usize) -> Result<Witness, SynthError> {
         match &self.twist {
             Twist::Gated(gate) => gate.wait(),
@@ -161,6 +169,7 @@ impl Instance for TwistedInstance {
                 .lock()
                 .unwrap()
                 .push(cuzk_sched::plugin::share::synthesis_share()),
+            Twist::Scratch(_) => {}
         }
         self.inner.synthesize(pce, partition)
     }

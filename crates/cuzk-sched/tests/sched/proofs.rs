@@ -282,3 +282,47 @@ fn each_partition_is_told_its_share_of_the_cpu_pool() {
     // Outside the scheduler's workers nobody set one.
     assert_eq!(cuzk_sched::plugin::share::synthesis_share(), None);
 }
+
+#[test]
+fn a_kinds_synthesis_scratch_is_part_of_each_partitions_reservation() {
+    let inputs = || {
+        cuzk_sched::Inputs::default()
+            .with_field("log2_constraints", LOG2 as u64)
+            .with_field("partitions", 1)
+    };
+    let kinds = vec![
+        Twisted {
+            name: "roomy",
+            twist: Twist::Scratch(1 << 20),
+        },
+        Twisted {
+            name: "huge",
+            twist: Twist::Scratch(2 * BIG_BUDGET),
+        },
+    ];
+    let s = start(
+        cpu(),
+        registry(kinds),
+        BIG_BUDGET,
+        SchedulerConfig::default(),
+    );
+    let plain = s
+        .prove_blocking(Request::new("synthetic-porep", inputs()))
+        .unwrap();
+    let roomy = s.prove_blocking(Request::new("roomy", inputs())).unwrap();
+    assert!(verify_proof(
+        &prepare_verifying_key(&roomy.verifying_key),
+        &roomy.proofs[0],
+        &roomy.public_inputs[0]
+    )
+    .unwrap());
+    let (p, r) = (
+        plain.timings.partitions[0].memory_bytes,
+        roomy.timings.partitions[0].memory_bytes,
+    );
+    assert_eq!(r, p + (1 << 20), "the scratch is reserved with the witness");
+    match s.submit(Request::new("huge", inputs())) {
+        Err(SubmitError::TooLarge { needed, .. }) => assert!(needed > 2 * BIG_BUDGET),
+        other => panic!("a partition whose scratch exceeds the budget was not refused: {other:?}"),
+    }
+}
