@@ -17,12 +17,10 @@ use anyhow::{Context, Result};
 use common::{assert_completed, prove, Launch, TestDaemon};
 use cuzk_bench::fabricate::{fabricate, Api, Fabricated, Format, Porep, Size, Spec, Target, C1};
 use cuzk_daemon::proto::{Priority, ProofKind, SubmitProofRequest};
-use cuzk_filecoin::ids::registered_seal_proof;
 use filecoin_proofs::{SectorShape2KiB, SECTOR_SIZE_2_KIB};
-use filecoin_proofs_api::RegisteredSealProof;
 use std::time::Instant;
 use storage_proofs_core::sector::SectorId;
-use support::{cache, curio_envelope, layout};
+use support::{cache, chain_number, curio_envelope, layout};
 
 /// A CPU daemon over the tests' parameter folder, generating 2KiB parameters when missing.
 fn daemon() -> TestDaemon {
@@ -45,13 +43,6 @@ async fn fabricated(api: Api) -> Result<Fabricated> {
     eprintln!("fabricated 2KiB C1, API {api:?}: {spec:?}");
     let out = tokio::task::spawn_blocking(move || fabricate(&spec)).await??;
     Ok(out)
-}
-
-/// Go's `abi.RegisteredSealProof` number of `proof`.
-fn chain_number(proof: RegisteredSealProof) -> u64 {
-    (0..64)
-        .find(|&n| registered_seal_proof(n).is_ok_and(|r| r == proof))
-        .expect("a registered proof has a number")
 }
 
 #[tokio::test(flavor = "multi_thread")]

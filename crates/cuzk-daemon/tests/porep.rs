@@ -226,16 +226,11 @@ async fn gpu_daemon_proves_a_fabricated_8mib_c1_that_verify_seal_accepts() -> Re
     );
     let daemon = Launch::new(&config).start();
     let mut client = daemon.client().await;
-    let number = (0..64)
-        .find(|&n| {
-            cuzk_filecoin::ids::registered_seal_proof(n).is_ok_and(|r| r == c1.registered_proof)
-        })
-        .expect("a registered proof has a number");
     let request = SubmitProofRequest {
         proof_kind: ProofKind::PorepSealCommit.into(),
         vanilla_proof: f.encode(Format::Wrapper)?,
         sector_size: SECTOR_SIZE_8_MIB,
-        registered_proof: number,
+        registered_proof: support::chain_number(c1.registered_proof),
         sector_number: sector,
         miner_id: miner,
         ..SubmitProofRequest::default()

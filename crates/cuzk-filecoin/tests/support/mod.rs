@@ -467,3 +467,10 @@ pub fn snap_update(sector: u64, seal_seed: u8, piece_seed: u8, prefix: &str) -> 
         _dir: dir,
     })
 }
+
+/// Go's `abi.RegisteredSealProof` number of `proof`, as Curio sends it.
+pub fn chain_number(proof: filecoin_proofs_api::RegisteredSealProof) -> u64 {
+    (0..64)
+        .find(|&n| cuzk_filecoin::ids::registered_seal_proof(n).is_ok_and(|r| r == proof))
+        .expect("a registered proof has a number")
+}
