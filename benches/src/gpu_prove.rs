@@ -176,7 +176,8 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     } else {
         let w = prover.warm(&dev_params, args.prewarm)?;
         let note = format!(
-            "pinned {:.1} s, NTT tables {:.2} s, MSM buffers {:.1} GiB in {:.2} s",
+            "{} pinned buffers in {:.1} s, NTT tables {:.2} s, MSM buffers {:.1} GiB in {:.2} s",
+            w.buffers,
             w.pinned_ms / 1e3,
             w.tables_ms / 1e3,
             w.workspace_bytes as f64 / (1u64 << 30) as f64,

@@ -90,8 +90,11 @@ impl Inner {
             return Err(e);
         }
         let start = Instant::now();
+        let pinned_before = device.pool.stats().misses;
         let (proof, timings) =
             device.lanes[lane.worker].prove_prepared(loaded.params(), witness, r, s)?;
+        // Buffers pinned by preparations while this proof ran (pinning stalls the device).
+        let pinned_during = device.pool.stats().misses - pinned_before;
         tracing::debug!(
             lane = %lane,
             circuit = %loaded.key,
@@ -99,6 +102,7 @@ impl Inner {
             gpu_busy_ms = timings.gpu_busy_ms,
             gpu_span_ms = timings.gpu_span_ms,
             upload_ms = timings.upload_ms,
+            pinned_during,
             "proof on the GPU"
         );
         active.succeeded(timings);
@@ -368,15 +372,16 @@ impl Backend for GpuBackend {
     }
 }
 
-/// The pinned sets in the device's shared pool (through its preparer, which never proves)
+/// The pinned sets in the device's shared pool (through its preparer, which never proves;
+/// as many as it has room for, the last one perhaps in part)
 /// and [`cuzk_prover::GpuProver::warm`] for every lane: its NTT tables, and its MSM work
 /// buffers where it is unmetered. A step that fails is logged; proofs pay it themselves then.
 fn warm(device: &DeviceState, circuit: &str, params: &cuzk_prover::DeviceParameters) {
     let sets = 2 * device.lanes.len() + 1;
     let start = Instant::now();
-    let mut stocked = 0;
-    match device.preparer().prewarm(params, sets) {
-        Ok(sets) => stocked = sets,
+    let (mut stocked, mut buffers) = (0, 0);
+    match device.preparer().prewarm_buffers(params, sets) {
+        Ok(done) => (stocked, buffers) = done,
         Err(e) => {
             tracing::info!(device = device.ordinal(), %circuit, error = %e, "pinned pool not fully pre-warmed")
         }
@@ -390,6 +395,7 @@ fn warm(device: &DeviceState, circuit: &str, params: &cuzk_prover::DeviceParamet
         device = device.ordinal(),
         %circuit,
         sets = stocked,
+        buffers,
         ms = start.elapsed().as_millis() as u64,
         "device warmed for the circuit"
     );

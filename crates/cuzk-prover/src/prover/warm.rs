@@ -18,6 +18,9 @@ use std::time::Instant;
 pub struct Warmed {
     /// Witness buffer sets stocked in the pinned pool.
     pub sets: usize,
+    /// Pinned buffers stocked in all: those of the whole sets and of a part set filling the
+    /// pool's room ([`GpuProver::prewarm`]).
+    pub buffers: usize,
     /// Milliseconds pinning them.
     pub pinned_ms: f64,
     /// Milliseconds building the NTT tables of the parameters' domain.
@@ -46,7 +49,7 @@ impl GpuProver {
     /// are the same with or without it.
     pub fn warm(&self, params: &DeviceParameters, sets: usize) -> Result<Warmed> {
         let t = Instant::now();
-        let sets = self.prewarm(params, sets)?;
+        let (sets, buffers) = self.prewarm_buffers(params, sets)?;
         let pinned_ms = ms_since(t);
 
         let lengths = Lengths::of(&params.shape);
@@ -84,6 +87,7 @@ impl GpuProver {
         let workspaces_ms = ms_since(t);
         let warmed = Warmed {
             sets,
+            buffers,
             pinned_ms,
             tables_ms,
             workspace_bytes,
@@ -100,24 +104,77 @@ impl GpuProver {
     }
 
     /// Pins up to `sets` witness buffer sets for `params` in the prover's pinned pool now,
-    /// no more than the pool holds (so stocking never evicts its own), so that the first proofs
-    /// do not pin them: pinning gigabytes takes seconds and holds up the device's other
-    /// work. Returns the sets stocked (0 when the pool has no room for one).
+    /// no more than the pool has room for (so stocking never evicts anything), so that the
+    /// first proofs do not pin them: pinning gigabytes takes seconds and holds up the device's
+    /// other work. When the last set does not fit whole, its first buffers (in the order a
+    /// preparation takes them) fill the room that is left: a preparation then takes those and
+    /// waits for a proof to return the rest instead of pinning while that proof's MSMs run.
+    /// Returns the whole sets stocked (0 when the pool has no room for one).
     pub fn prewarm(&self, params: &DeviceParameters, sets: usize) -> Result<usize> {
+        Ok(self.prewarm_buffers(params, sets)?.0)
+    }
+
+    /// [`GpuProver::prewarm`], also returning the buffers stocked (those of a part set too).
+    pub fn prewarm_buffers(
+        &self,
+        params: &DeviceParameters,
+        sets: usize,
+    ) -> Result<(usize, usize)> {
         let buffers = Lengths::of(&params.shape).buffer_bytes();
         let classes: Option<Vec<u64>> = buffers.iter().map(|&b| size_class(b)).collect();
         let Some(classes) = classes else {
-            return Ok(0);
+            return Ok((0, 0));
         };
-        let set_bytes: u64 = classes.iter().sum();
-        let fit = usize::try_from(self.pool.capacity() / set_bytes.max(1)).unwrap_or(usize::MAX);
-        let sets = sets.min(fit);
-        let wanted: Vec<u64> = (0..sets).flat_map(|_| buffers).collect();
+        let room = self
+            .pool
+            .capacity()
+            .saturating_sub(self.pool.stats().pinned_bytes);
+        let (whole, count) = stock_plan(&classes, sets, room);
+        let wanted: Vec<u64> = buffers.iter().copied().cycle().take(count).collect();
         self.pool.prewarm(&wanted)?;
-        Ok(sets)
+        tracing::debug!(
+            sets = whole,
+            buffers = count,
+            "pinned witness buffers stocked"
+        );
+        Ok((whole, count))
     }
+}
+
+/// How much of `sets` sets of buffers of pool classes `classes` (in the order they are
+/// taken) fits in `room` bytes: the whole sets, and the buffers in all, taken in order until
+/// one does not fit.
+fn stock_plan(classes: &[u64], sets: usize, room: u64) -> (usize, usize) {
+    let mut used = 0u64;
+    let mut count = 0;
+    for &class in classes.iter().cycle().take(sets * classes.len()) {
+        match used.checked_add(class) {
+            Some(total) if total <= room => used = total,
+            _ => break,
+        }
+        count += 1;
+    }
+    (count / classes.len().max(1), count)
 }
 
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stock_plan;
+
+    #[test]
+    fn stocking_fills_the_room_with_whole_sets_then_the_first_buffers_of_one_more() {
+        let set = [4, 4, 4, 2, 1, 1];
+        assert_eq!(stock_plan(&set, 3, 100), (3, 18));
+        assert_eq!(stock_plan(&set, 3, 16), (1, 6));
+        // One set and room for a, b and c of the next (12 more bytes), not its aux.
+        assert_eq!(stock_plan(&set, 3, 16 + 13), (1, 9));
+        assert_eq!(stock_plan(&set, 3, 3), (0, 0));
+        assert_eq!(stock_plan(&set, 0, 100), (0, 0));
+        // Stops at the first buffer that does not fit, in the order a preparation takes them.
+        assert_eq!(stock_plan(&set, 1, 12 + 1), (0, 3));
+    }
 }
