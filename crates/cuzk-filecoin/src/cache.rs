@@ -280,6 +280,30 @@ impl ParamCache {
         (id.sector_size > self.policy.generate_up_to && !path.exists()).then_some(path)
     }
 
+    /// Host bytes setting circuit `id` up from this folder holds at its peak, from above.
+    /// With its PCE file recorded: that file's length (the PCE's size in memory), and the
+    /// parameters' file length and a copy of the largest query (they are converted one query
+    /// at a time) when the file exists, else [`cuzk_plugin::Shape::parameter_bytes`] of the
+    /// recorded shape. Without a readable PCE file: `estimate`'s
+    /// [`cuzk_plugin::Shape::setup_bytes`].
+    pub fn setup_bytes(&self, id: &CircuitId, estimate: cuzk_plugin::Shape) -> u64 {
+        let Ok(pce) = Pce::peek(self.dir.join(id.pce_file()), Some(&pce_key(id))) else {
+            return estimate.setup_bytes();
+        };
+        let shape = cuzk_plugin::Shape {
+            constraints: pce.num_constraints,
+            inputs: pce.num_inputs,
+            aux: pce.num_aux,
+        };
+        let params = match fs::metadata(self.dir.join(id.params_file())) {
+            Ok(meta) => meta
+                .len()
+                .saturating_add(shape.largest_query_bytes().min(meta.len())),
+            Err(_) => shape.parameter_bytes(),
+        };
+        params.saturating_add(pce.file_bytes)
+    }
+
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -753,4 +777,77 @@ fn check_shape(path: &Path, ic: usize, l: usize, pce: &Pce) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellpepper_core::{ConstraintSystem, SynthesisError};
+    use cuzk_plugin::Shape;
+
+    /// x · x = y, `n` times over.
+    struct Squares(usize);
+
+    impl Circuit<Scalar> for Squares {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            for i in 0..self.0 {
+                let x = cs.alloc(|| format!("x{i}"), || Ok(Scalar::from(i as u64)))?;
+                let y = cs.alloc(|| format!("y{i}"), || Ok(Scalar::from((i * i) as u64)))?;
+                cs.enforce(|| format!("sq{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            }
+            Ok(())
+        }
+    }
+
+    /// The preload's reservation: the shape's estimate until a PCE file exists, then that
+    /// file and the recorded shape's parameters, then the parameter file and a copy of its
+    /// largest query.
+    #[test]
+    fn setup_bytes_come_from_the_files_once_they_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ParamCache::new(dir.path());
+        let id = CircuitId {
+            kind: ProofKind::PoRep,
+            cache_id: "test-squares".to_string(),
+            sector_size: 2048,
+        };
+        let estimate = Shape {
+            constraints: 1 << 20,
+            inputs: 1,
+            aux: 1 << 20,
+        };
+        assert_eq!(cache.setup_bytes(&id, estimate), estimate.setup_bytes());
+
+        let pce = Pce::record(Squares(100)).unwrap();
+        let path = dir.path().join(id.pce_file());
+        pce.save(&path, &pce_key(&id)).unwrap();
+        let recorded = Shape {
+            constraints: pce.num_constraints,
+            inputs: pce.num_inputs,
+            aux: pce.num_aux,
+        };
+        let pce_bytes = fs::metadata(&path).unwrap().len();
+        assert_eq!(
+            cache.setup_bytes(&id, estimate),
+            recorded.parameter_bytes() + pce_bytes
+        );
+        // A PCE of another circuit under that name is not trusted.
+        pce.save(&path, "another-circuit").unwrap();
+        assert_eq!(cache.setup_bytes(&id, estimate), estimate.setup_bytes());
+        pce.save(&path, &pce_key(&id)).unwrap();
+
+        let params_len = 50_000u64;
+        fs::write(
+            dir.path().join(id.params_file()),
+            vec![0u8; params_len as usize],
+        )
+        .unwrap();
+        assert_eq!(
+            cache.setup_bytes(&id, estimate),
+            params_len + recorded.largest_query_bytes().min(params_len) + pce_bytes
+        );
+    }
 }

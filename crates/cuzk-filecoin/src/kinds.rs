@@ -327,6 +327,10 @@ impl Instance for PreloadInstance {
         estimate(&self.id)
     }
 
+    fn setup_bytes(&self) -> u64 {
+        self.cache.setup_bytes(&self.id, estimate(&self.id))
+    }
+
     fn record(&self) -> Result<Pce, SynthError> {
         Err(SynthError::Rejected {
             reason: format!(
@@ -427,6 +431,11 @@ impl Instance for FilecoinInstance {
 
     fn shape(&self) -> Shape {
         estimate(self.job.id())
+    }
+
+    fn setup_bytes(&self) -> u64 {
+        self.cache
+            .setup_bytes(self.job.id(), estimate(self.job.id()))
     }
 
     fn record(&self) -> Result<Pce, SynthError> {

@@ -67,6 +67,14 @@ pub trait Instance: Send + Sync + fmt::Debug + 'static {
     /// The circuit's shape, estimated before its PCE is recorded (for memory admission).
     fn shape(&self) -> Shape;
 
+    /// Host bytes making the circuit's setup (its PCE and parameters) holds at its peak,
+    /// reserved in the scheduler's budget while a preload makes it. Default: the shape's
+    /// estimate from above ([`Shape::setup_bytes`]); a kind that knows more (a PCE already
+    /// recorded, a parameter file on disk) gives a closer figure, still from above.
+    fn setup_bytes(&self) -> u64 {
+        self.shape().setup_bytes()
+    }
+
     /// Records the circuit's PCE (done once per key; the cache keeps it).
     fn record(&self) -> Result<Pce, SynthError>;
 

@@ -76,11 +76,19 @@ impl Shape {
     }
 
     /// Host memory of the circuit's setup (its parameters and PCE), estimated from above:
-    /// G1 points for H (the domain), L (aux) and A and B (every variable, as if none were
-    /// filtered out by density), G2 points for B, and the PCE at [`PCE_ROW`] bytes per
-    /// row. About 90 GiB for a 2^27 PoRep partition, whose real setup takes about 63 GiB
-    /// (45 GiB of parameters, 17.6 GiB of PCE).
+    /// [`Shape::parameter_bytes`] and the PCE at [`PCE_ROW`] bytes per row. About 90 GiB for
+    /// a 2^27 PoRep partition, whose real setup takes about 53 GiB (45 GiB of parameters,
+    /// 8.3 GiB of PCE): a kind that knows more says so in `Instance::setup_bytes`.
     pub fn setup_bytes(&self) -> u64 {
+        self.parameter_bytes()
+            .saturating_add(PCE_ROW.saturating_mul(self.rows() as u64))
+    }
+
+    /// Host memory of the circuit's parameters, from above: G1 points for H (the domain),
+    /// L (aux) and A and B (every variable, as if none were filtered out by density), G2
+    /// points for B. Real circuits filter enough out of B to also cover the copy of one
+    /// query made while parameters are converted.
+    pub fn parameter_bytes(&self) -> u64 {
         let vars = (self.inputs as u64).saturating_add(self.aux as u64);
         let g1 = self
             .domain_size()
@@ -89,7 +97,15 @@ impl Shape {
         G1_AFFINE
             .saturating_mul(g1)
             .saturating_add(G2_AFFINE.saturating_mul(vars))
-            .saturating_add(PCE_ROW.saturating_mul(self.rows() as u64))
+    }
+
+    /// The largest query's bytes, from above: H over the domain, L over aux, or B in G2 over
+    /// every variable (what converting parameters one query at a time holds twice).
+    pub fn largest_query_bytes(&self) -> u64 {
+        let vars = (self.inputs as u64).saturating_add(self.aux as u64);
+        G1_AFFINE
+            .saturating_mul(self.domain_size().max(self.aux as u64))
+            .max(G2_AFFINE.saturating_mul(vars))
     }
 }
 
@@ -125,9 +141,14 @@ mod tests {
         };
         assert_eq!(absurd.cpu_prover_bytes(), u64::MAX);
         assert_eq!(absurd.setup_bytes(), u64::MAX);
-        // Parameters and PCE of a 32 GiB PoRep partition: about 63 GiB really, 90 estimated.
+        // Parameters and PCE of a 32 GiB PoRep partition: about 53 GiB really, 90 estimated
+        // from the shape alone (no density, a PCE of 144 bytes a row).
         let gib = porep.setup_bytes() >> 30;
-        assert!((63..100).contains(&gib), "{gib} GiB");
+        assert!((53..100).contains(&gib), "{gib} GiB");
+        // Its parameters: about 45 GiB really; the largest query B in G2 with every variable.
+        let gib = porep.parameter_bytes() >> 30;
+        assert!((45..75).contains(&gib), "{gib} GiB");
+        assert_eq!(porep.largest_query_bytes(), 192 * 130_169_895);
         assert!(small.setup_bytes() < 1 << 20);
     }
 }

@@ -41,7 +41,7 @@ pub use check::check_satisfied;
 pub use cuzk_field::Bitmap;
 pub use error::SynthError;
 pub use full::FullCs;
-pub use pce::{Csr, Pce, MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
+pub use pce::{Csr, Pce, PceHeader, MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 pub use types::{Density, Evaluations, FullSynthesis, Witness};
 pub use witness::WitnessCs;
 

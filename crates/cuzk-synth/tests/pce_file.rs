@@ -45,6 +45,37 @@ fn file_round_trip() {
     assert_eq!(Pce::load(&path, None).unwrap(), pce);
 }
 
+/// `peek` reads the counts a load would find, and the file's length is the loaded PCE's size
+/// in memory within its header; another circuit's file is refused as `load` refuses it.
+#[test]
+fn peek_reads_the_header_alone() {
+    let pce = sample();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("circuit.pce");
+    pce.save(&path, KEY).unwrap();
+    let h = Pce::peek(&path, Some(KEY)).unwrap();
+    assert_eq!(
+        (h.num_inputs, h.num_aux, h.num_constraints),
+        (pce.num_inputs, pce.num_aux, pce.num_constraints)
+    );
+    assert_eq!(h.nnz, [pce.a.nnz(), pce.b.nnz(), pce.c.nnz()]);
+    assert_eq!(h.file_bytes, std::fs::metadata(&path).unwrap().len());
+    let heap = pce.heap_bytes();
+    assert!(
+        h.file_bytes >= heap && h.file_bytes - heap < 4096,
+        "file {} bytes, in memory {heap}",
+        h.file_bytes
+    );
+    assert!(matches!(
+        Pce::peek(&path, Some("sha256-preimage-64B")),
+        Err(SynthError::CircuitMismatch { .. })
+    ));
+    assert!(matches!(
+        Pce::peek(dir.path().join("absent.pce"), None),
+        Err(SynthError::Io { .. })
+    ));
+}
+
 #[test]
 fn stream_round_trip() {
     let pce = sample();

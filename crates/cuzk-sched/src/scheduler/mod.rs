@@ -450,7 +450,7 @@ impl Scheduler {
         let building = if was_cached {
             None
         } else {
-            let needed = instance.shape().setup_bytes();
+            let needed = instance.setup_bytes();
             Some(self.shared.budget.try_reserve(needed).map_err(|source| {
                 crate::PreloadError::Memory {
                     circuit_key: circuit_key.clone(),

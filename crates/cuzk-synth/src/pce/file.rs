@@ -224,10 +224,49 @@ impl Pce {
         read(r, expected_key, Some(len)).map_err(on_path(path))
     }
 
+    /// Reads only the header of the PCE file at `path` (checked as [`Pce::load`] checks it,
+    /// `expected_key` included), to size what loading the file will hold before loading it.
+    pub fn peek(
+        path: impl AsRef<Path>,
+        expected_key: Option<&str>,
+    ) -> Result<PceHeader, SynthError> {
+        let path = path.as_ref();
+        let io = |source| SynthError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let file_bytes = file.metadata().map_err(io)?.len();
+        let mut r = CrcRead::new(BufReader::new(file));
+        let h = read_header(&mut r, expected_key).map_err(on_path(path))?;
+        Ok(PceHeader {
+            num_inputs: h.num_inputs,
+            num_aux: h.num_aux,
+            num_constraints: h.num_constraints,
+            nnz: h.nnz,
+            file_bytes,
+        })
+    }
+
     /// Reads a PCE from a stream (buffer it: many small reads are made); see [`Pce::load`].
     pub fn read_from<R: Read>(r: R, expected_key: Option<&str>) -> Result<Pce, SynthError> {
         read(r, expected_key, None)
     }
+}
+
+/// What a PCE file's header says ([`Pce::peek`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PceHeader {
+    /// Public inputs, ONE included.
+    pub num_inputs: usize,
+    /// Aux variables.
+    pub num_aux: usize,
+    /// Constraints.
+    pub num_constraints: usize,
+    /// Entries of A, B and C.
+    pub nnz: [usize; 3],
+    /// The file's length: what the loaded PCE holds in memory, within its few header bytes.
+    pub file_bytes: u64,
 }
 
 /// The shape a file's header announces.

@@ -5,7 +5,7 @@ mod crc_io;
 mod eval;
 mod file;
 
-pub use file::{MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
+pub use file::{PceHeader, MAX_KEY_LEN, PCE_FORMAT_VERSION, PCE_MAGIC};
 
 use crate::paired::PairedCs;
 use crate::record::RecordingCs;
