@@ -15,4 +15,24 @@ pub enum NativeError {
         /// The input's length in bits.
         bits: usize,
     },
+    /// A label's replica id is 32 to 256 bits.
+    #[error("label replica id of {bits} bits, not 32 to 256")]
+    ReplicaId {
+        /// The replica id's length in bits.
+        bits: usize,
+    },
+    /// A label hashes `LABEL_PARENTS` parents.
+    #[error("label of {count} parents, not 37")]
+    Parents {
+        /// The number of parents given.
+        count: usize,
+    },
+    /// A label's parent fills one 256-bit slot.
+    #[error("label parent {index} of {bits} bits, not 1 to 256")]
+    Parent {
+        /// Which parent.
+        index: usize,
+        /// Its length in bits.
+        bits: usize,
+    },
 }

@@ -8,12 +8,16 @@
 //! constants, which are allocated, and where). `docs/native-witness.md` writes down the
 //! allocation order this follows.
 //!
+//! [`create_label`] does the same for storage-proofs-porep's PoRep label circuit (its hash
+//! and the packed label).
+//!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.
 #![forbid(unsafe_code)]
 
 mod bit;
 mod error;
+mod label;
 mod sha256;
 mod word;
 #[cfg(test)]
@@ -21,4 +25,5 @@ mod word_tests;
 
 pub use bit::Bit;
 pub use error::NativeError;
+pub use label::{create_label, LABEL_PARENTS};
 pub use sha256::{sha256, sha256_block_no_padding, Digest};
