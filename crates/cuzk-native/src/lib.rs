@@ -1,7 +1,7 @@
 //! Native witness generation: the aux values a bellpepper gadget allocates, computed directly.
 //!
 //! A generic circuit computes its witness by running its gadgets into a witness-only
-//! constraint system, one boxed closure and one `Boolean` per bit. This crate computes the
+//! constraint system, one `Boolean` and one call into the system per bit. This crate computes the
 //! same assignments on machine words: [`sha256`] and [`sha256_block_no_padding`] append to an
 //! aux vector exactly the values bellpepper 0.2's gadgets of the same names allocate, in
 //! their order, and return the digest in the form the gadget returns it (which bits are
