@@ -1,0 +1,29 @@
+//! Native witness generation: the aux values a bellpepper gadget allocates, computed directly.
+//!
+//! A generic circuit computes its witness by running its gadgets into a witness-only
+//! constraint system, one `Boolean` and one call into the system per bit. This crate computes the
+//! same assignments on machine words: [`sha256`] and [`sha256_block_no_padding`] append to an
+//! aux vector exactly the values bellpepper 0.2's gadgets of the same names allocate, in
+//! their order, and return the digest in the form the gadget returns it (which bits are
+//! constants, which are allocated, and where). `docs/native-witness.md` writes down the
+//! allocation order this follows.
+//!
+//! [`create_label`] does the same for storage-proofs-porep's PoRep label circuit (its hash
+//! and the packed label).
+//!
+//! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
+//! circuit, never here) with its value, possibly negated as `Boolean::Not`.
+#![forbid(unsafe_code)]
+
+mod bit;
+mod error;
+mod label;
+mod sha256;
+mod word;
+#[cfg(test)]
+mod word_tests;
+
+pub use bit::Bit;
+pub use error::NativeError;
+pub use label::{create_label, LABEL_PARENTS};
+pub use sha256::{sha256, sha256_block_no_padding, Digest};
