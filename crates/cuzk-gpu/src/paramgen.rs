@@ -42,21 +42,19 @@ impl ParameterGenerator for GpuParamgen {
             .expect("the backend has at least one device");
         let ordinal = device.ordinal();
         let fail = |e: GpuError| e.into_backend(device.index);
-        // Keep the points on the device if they fit there beside the generator's own work
-        // and what the device already holds. The PCE's density gives the query lengths
-        // exactly (A: every input and the aux in A; B: the variables in B); counting every
-        // variable instead refused a 32GiB PoRep's 45 GiB of points on a 141 GB card.
-        let density = self.inner.density(circuit_key, pce);
+        // Keep the points on the device if, as far as the circuit's size tells, they fit
+        // there beside the generator's own work and what the device already holds.
+        let vars = (pce.num_inputs + pce.num_aux) as u64;
         let n = (pce.num_rows() as u64).max(1).next_power_of_two();
-        let queries = Queries {
+        let estimate = Queries {
             h: n - 1,
             l: pce.num_aux as u64,
-            a: (pce.num_inputs + density.a_aux.count_ones()) as u64,
-            b_g1: (density.b_input.count_ones() + density.b_aux.count_ones()) as u64,
-            b_g2: (density.b_input.count_ones() + density.b_aux.count_ones()) as u64,
+            a: vars,
+            b_g1: vars,
+            b_g2: vars,
         };
         let working = sizes::paramgen_vram(pce, false);
-        let keep = device.would_keep(&queries, working);
+        let keep = device.would_keep(&estimate, working);
         let bytes = sizes::paramgen_vram(pce, keep);
         let _span =
             tracing::info_span!("paramgen", device = ordinal, circuit = %circuit_key).entered();
@@ -76,12 +74,13 @@ impl ParameterGenerator for GpuParamgen {
         let generated = made.map_err(|e| fail(e.into()))?;
         synced.map_err(|e| fail(GpuError::cuda(ordinal)(e)))?;
         let mut kept = false;
-        if let Some(on_device) = generated.on_device {
+        if let Some(queries) = generated.on_device {
+            let density = self.inner.density(circuit_key, pce);
             kept = device
                 .adopt(
                     circuit_key,
                     &generated.params,
-                    on_device,
+                    queries,
                     &density,
                     reservation,
                 )
