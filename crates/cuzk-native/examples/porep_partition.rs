@@ -1,0 +1,105 @@
+//! Generic vs hybrid witness of one PoRep partition, on one thread.
+//!
+//! The partition is partition 0 of a fabricated C1 output (`cuzk_bench::fabricate`, API 1.1)
+//! of the size given, 2KiB by default. Generic: the circuit `StackedCompound::circuit` builds,
+//! `StackedCircuit::synthesize`d into `WitnessCs`. Hybrid: [`porep_partition_witness`] into a
+//! fresh witness. Both run on the calling thread; the two witnesses are checked equal.
+//! `cargo run --release -p cuzk-native --example porep_partition [2KiB|8MiB] [iterations]`
+//! prints the medians of `iterations` (default 5) runs of each.
+
+use cuzk_bench::fabricate::{fabricate, Api, Size, Spec, C1};
+use cuzk_native::{porep_partition_witness, PorepProof, PorepPublicInputs};
+use cuzk_synth::{Witness, WitnessCs};
+use filecoin_hashers::sha256::Sha256Hasher;
+use filecoin_hashers::{Domain, Hasher};
+use std::time::{Duration, Instant};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{StackedCircuit, Tau};
+
+fn generic<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &PorepPublicInputs<Tree>,
+    proofs: &[PorepProof<Tree>],
+) -> Witness {
+    let tau = pub_in.tau.as_ref().expect("tau");
+    let mut cs = WitnessCs::with_one();
+    StackedCircuit::<Tree, Sha256Hasher>::synthesize(
+        &mut cs,
+        Some(pub_in.replica_id),
+        Some(tau.comm_d),
+        Some(tau.comm_r),
+        Some(proofs[0].comm_r_last()),
+        Some(proofs[0].comm_c()),
+        proofs.iter().cloned().map(Into::into).collect(),
+    )
+    .expect("generic synthesis");
+    cs.into_witness()
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let size: Size = args
+        .next()
+        .map(|s| s.parse().expect("size"))
+        .unwrap_or(Size::KiB2);
+    let iterations: usize = args
+        .next()
+        .map(|s| s.parse().expect("iterations"))
+        .unwrap_or(5);
+    let f = fabricate(&Spec::new(size, Api::V1_1, 18)).expect("fabricate");
+    let C1::Base(c1) = &f.c1 else {
+        panic!("{size} is not a base-tree shape: 2KiB, 8MiB or 512MiB")
+    };
+    let proofs = &c1.vanilla_proofs[0];
+    let pub_in = PorepPublicInputs::<_> {
+        replica_id: c1.replica_id,
+        seed: Some(c1.seed),
+        tau: Some(Tau {
+            comm_d: <Sha256Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_d).expect("comm_d"),
+            comm_r: Domain::try_from_bytes(&c1.comm_r).expect("comm_r"),
+        }),
+        k: Some(0),
+    };
+
+    let mut want = None;
+    let generic_times: Vec<Duration> = (0..iterations)
+        .map(|_| {
+            let t = Instant::now();
+            let w = generic(&pub_in, proofs);
+            let d = t.elapsed();
+            want = Some(w);
+            d
+        })
+        .collect();
+    let want = want.expect("one run");
+    let hybrid_times: Vec<Duration> = (0..iterations)
+        .map(|_| {
+            let t = Instant::now();
+            let mut w = WitnessCs::with_one().into_witness();
+            porep_partition_witness(&pub_in, proofs, &mut w).expect("hybrid");
+            let d = t.elapsed();
+            assert!(w == want, "the hybrid witness differs from the generic one");
+            d
+        })
+        .collect();
+    let (g, h) = (median(generic_times), median(hybrid_times));
+    let values = want.inputs.len() + want.aux.len();
+    println!(
+        "{size} partition 0: {} challenges, {} inputs, {} aux",
+        proofs.len(),
+        want.inputs.len(),
+        want.aux.len()
+    );
+    for (path, t) in [("generic", g), ("hybrid", h)] {
+        println!(
+            "{path:>8}: {:>9.2} ms  {:.4} µs per value",
+            t.as_secs_f64() * 1e3,
+            t.as_secs_f64() * 1e6 / values as f64
+        );
+    }
+    println!("hybrid speed-up: {:.1}x", g.as_secs_f64() / h.as_secs_f64());
+}

@@ -1,0 +1,190 @@
+//! The witness of one PoRep partition (storage-proofs-porep 19.1's `StackedCircuit`), hybrid:
+//! the SHA-256 parts computed natively, the Poseidon parts by the circuit's own gadgets.
+//!
+//! [`porep_partition_witness`] appends exactly the inputs and aux values that
+//! `StackedCircuit::synthesize` appends to a witness-only system (`cuzk_synth::WitnessCs`),
+//! in the same order, from the inputs `StackedCompound::circuit` builds that circuit from.
+//! It replays the circuit step by step (`docs/native-witness.md` writes the sequence down):
+//!
+//! - natively: the replica id's and the label parents' bit decompositions, the challenge's
+//!   `UInt64`, every label (`create_label_circuit`: 20 SHA-256 compressions each) and the
+//!   comm_d inclusion path (a binary SHA-256 tree: per level the children's bits and two
+//!   compressions). These are about 99% of the witness.
+//! - generically, through storage-proofs' and neptune's public gadgets: allocated numbers,
+//!   comm_r = Poseidon(comm_c, comm_r_last), the column hashes, the comm_c and comm_r_last
+//!   Merkle paths (Poseidon) and the encoding.
+
+mod bits;
+mod comm_d;
+mod labeling;
+mod replay;
+
+use crate::PorepError;
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::ConstraintSystem;
+use bits::{num_to_bits_le, reverse_bit_numbering};
+use cuzk_field::Scalar;
+use cuzk_synth::Witness;
+use filecoin_hashers::poseidon::PoseidonFunction;
+use filecoin_hashers::sha256::Sha256Hasher;
+use filecoin_hashers::{HashFunction, Hasher};
+use replay::Replay;
+use storage_proofs_core::gadgets::encode::encode;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_porep::stacked::{Proof, PublicInputs, StackedCircuit};
+use typenum::{U11, U2};
+
+/// The public inputs of a PoRep partition whose tree is `Tree` (comm_d's tree is SHA-256's).
+pub type PorepPublicInputs<Tree> = PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
+    <Sha256Hasher as Hasher>::Domain,
+>;
+
+/// A challenge's vanilla proof (filecoin-proofs' `VanillaSealProof`).
+pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
+
+/// Appends to `w` the witness of the partition `StackedCompound::circuit(pub_in, (), proofs,
+/// ..)` builds: exactly what `StackedCircuit::synthesize` into `cuzk_synth::WitnessCs`
+/// appends, inputs and aux, in order. For a whole circuit's witness `w` starts as
+/// `WitnessCs::with_one()`'s (input 0 the constant ONE), or as a reused one, cleared.
+///
+/// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), and the columns
+/// are 2 or 11 layers. Runs on the calling thread.
+pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &PorepPublicInputs<Tree>,
+    proofs: &[PorepProof<Tree>],
+    w: &mut Witness,
+) -> Result<(), PorepError> {
+    let first = proofs.first().ok_or(PorepError::NoProofs)?;
+    let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+    if proofs.iter().any(|p| p.comm_r_last() != comm_r_last) {
+        return Err(PorepError::Inconsistent("comm_r_last"));
+    }
+    if proofs.iter().any(|p| p.comm_c() != comm_c) {
+        return Err(PorepError::Inconsistent("comm_c"));
+    }
+    let tau = pub_in.tau.as_ref().ok_or(PorepError::NoTau)?;
+    let mut cs = Replay { w };
+    let cs = &mut cs;
+
+    // `StackedCircuit::synthesize`, before the challenges.
+    let replica_id: Scalar = pub_in.replica_id.into();
+    let replica_id_num = AllocatedNum::alloc(&mut *cs, || Ok(replica_id))?;
+    replica_id_num.inputize(&mut *cs)?;
+    let replica_id_bits = reverse_bit_numbering(num_to_bits_le(replica_id, &mut cs.w.aux));
+    let comm_d_num = AllocatedNum::alloc(&mut *cs, || Ok(tau.comm_d.into()))?;
+    comm_d_num.inputize(&mut *cs)?;
+    let comm_r_num = AllocatedNum::alloc(&mut *cs, || Ok(tau.comm_r.into()))?;
+    comm_r_num.inputize(&mut *cs)?;
+    let comm_r_last_num = AllocatedNum::alloc(&mut *cs, || Ok(comm_r_last.into()))?;
+    let comm_c_num = AllocatedNum::alloc(&mut *cs, || Ok(comm_c.into()))?;
+    <Tree::Hasher as Hasher>::Function::hash2_circuit(
+        cs.namespace(|| "H_comm_c_comm_r_last"),
+        &comm_c_num,
+        &comm_r_last_num,
+    )?;
+
+    // The circuit's per-challenge proof (storage-proofs-porep's `circuit::params::Proof`) is a
+    // public type its crate does not export by name, and its parent columns' paths are
+    // reachable only through it; `StackedCircuit::synthesize`'s parameter gives it its type.
+    let circuit_proofs = typed_like(
+        |cs: &mut Replay<'_>, p| {
+            StackedCircuit::<Tree, Sha256Hasher>::synthesize(cs, None, None, None, None, None, p)
+        },
+        proofs.iter().cloned().map(Into::into).collect(),
+    );
+
+    // `Proof::synthesize`, one challenge after another.
+    for (proof, vanilla) in circuit_proofs.into_iter().zip(proofs) {
+        let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
+        let data_leaf_num = AllocatedNum::alloc(&mut *cs, || Ok(data_leaf))?;
+        comm_d::comm_d_inclusion(data_leaf, &vanilla.comm_d_proofs.as_options(), cs.w)?;
+
+        // The parents' columns: allocated, hashed, opened in comm_c (generic). A column's
+        // rows are the aux values its allocation appended.
+        let mut layers = None;
+        let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
+        for parent in proof.drg_parents_proofs {
+            let start = cs.w.aux.len();
+            let (column, path) = parent.alloc(&mut *cs)?;
+            drg.push(column_rows(cs, start, &mut layers)?);
+            let hash = column.hash(&mut *cs)?;
+            enforce_inclusion::<Tree>(cs, path, &comm_c_num, &hash)?;
+        }
+        let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
+        for parent in proof.exp_parents_proofs {
+            let start = cs.w.aux.len();
+            let (column, path) = parent.alloc(&mut *cs)?;
+            exp.push(column_rows(cs, start, &mut layers)?);
+            let hash = column.hash(&mut *cs)?;
+            enforce_inclusion::<Tree>(cs, path, &comm_c_num, &hash)?;
+        }
+        let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
+
+        // Labeling (native), then the encoding and the two remaining openings (generic).
+        let challenge = proof.challenge.ok_or(PorepError::Missing("challenge"))?;
+        let node = labeling::challenge_num(challenge, cs);
+        let labels = labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, cs)?;
+        let key = labels.last().ok_or(PorepError::ColumnHash { layers })?;
+        let encoded = encode(cs.namespace(|| "encode_node"), key, &data_leaf_num)?;
+        enforce_inclusion::<Tree>(cs, proof.comm_r_last_path, &comm_r_last_num, &encoded)?;
+        let column_hash = hash_single_column(cs, &labels)?;
+        enforce_inclusion::<Tree>(cs, proof.comm_c_path, &comm_c_num, &column_hash)?;
+    }
+    Ok(())
+}
+
+/// `v`, typed as the parameter `f` takes: `f` is never called.
+fn typed_like<P, R>(_f: impl FnOnce(&mut Replay<'_>, Vec<P>) -> R, v: Vec<P>) -> Vec<P> {
+    v
+}
+
+/// The rows of the column allocated from aux index `start` on; the first column fixes the
+/// layers, which every other must have (the circuit asserts it).
+fn column_rows(
+    cs: &Replay<'_>,
+    start: usize,
+    layers: &mut Option<usize>,
+) -> Result<Vec<Scalar>, PorepError> {
+    let rows = cs.w.aux[start..].to_vec();
+    let first = *layers.get_or_insert(rows.len());
+    if rows.len() != first {
+        return Err(PorepError::Columns {
+            layers: first,
+            rows: rows.len(),
+        });
+    }
+    if first != 2 && first != 11 {
+        return Err(PorepError::ColumnHash { layers: first });
+    }
+    Ok(rows)
+}
+
+/// The circuit's `enforce_inclusion`: `PoRCircuit` from `leaf` to `root`, both allocated,
+/// the root private.
+fn enforce_inclusion<Tree: 'static + MerkleTreeTrait>(
+    cs: &mut Replay<'_>,
+    path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), PorepError> {
+    let leaf = Root::from_allocated::<Replay<'_>>(leaf.clone());
+    let root = Root::from_allocated::<Replay<'_>>(root.clone());
+    PoRCircuit::<Tree>::synthesize(cs, leaf, path, root, true)?;
+    Ok(())
+}
+
+/// storage-proofs-porep's `hash_single_column` (crate-private there): Poseidon of arity 2 or
+/// 11 with filecoin-hashers' constants, which its `hash_multi_leaf_circuit` takes too.
+fn hash_single_column(
+    cs: &mut Replay<'_>,
+    column: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, PorepError> {
+    Ok(match column.len() {
+        2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(cs, column, 0)?,
+        11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(cs, column, 0)?,
+        layers => return Err(PorepError::ColumnHash { layers }),
+    })
+}
