@@ -102,7 +102,8 @@ fn a_partition_without_challenges_is_refused() {
     let f = fabricate(&Spec::new(Size::KiB2, Api::V1_1, 4)).unwrap();
     let C1::Base(c1) = &f.c1 else { panic!() };
     let mut w = WitnessCs::with_one().into_witness();
-    let err = porep_partition_witness(&public(c1, 0), &[], &mut w).unwrap_err();
+    let err =
+        porep_partition_witness(&public(c1, 0), &c1.vanilla_proofs[0][..0], &mut w).unwrap_err();
     assert!(matches!(err, PorepError::NoProofs), "{err}");
     let mut no_tau = public(c1, 0);
     no_tau.tau = None;
