@@ -35,6 +35,21 @@ fn generic<Tree: 'static + MerkleTreeTrait>(
     cs.into_witness()
 }
 
+/// Partition 0's public inputs, as filecoin-proofs' `seal_commit_phase2` makes them.
+fn public<Tree: MerkleTreeTrait>(
+    c1: &filecoin_proofs::SealCommitPhase1Output<Tree>,
+) -> PorepPublicInputs<Tree> {
+    PorepPublicInputs::<Tree> {
+        replica_id: c1.replica_id,
+        seed: Some(c1.seed),
+        tau: Some(Tau {
+            comm_d: <Sha256Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_d).expect("comm_d"),
+            comm_r: <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r).expect("comm_r"),
+        }),
+        k: Some(0),
+    }
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -55,16 +70,7 @@ fn main() {
         panic!("{size} is not a base-tree shape: 2KiB, 8MiB or 512MiB")
     };
     let proofs = &c1.vanilla_proofs[0];
-    let pub_in = PorepPublicInputs::<_> {
-        replica_id: c1.replica_id,
-        seed: Some(c1.seed),
-        tau: Some(Tau {
-            comm_d: <Sha256Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_d).expect("comm_d"),
-            comm_r: Domain::try_from_bytes(&c1.comm_r).expect("comm_r"),
-        }),
-        k: Some(0),
-    };
-
+    let pub_in = public(c1);
     let mut want = None;
     let generic_times: Vec<Duration> = (0..iterations)
         .map(|_| {
