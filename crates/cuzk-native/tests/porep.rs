@@ -63,13 +63,13 @@ fn assert_same(what: &str, hybrid: &[cuzk_field::Scalar], generic: &[cuzk_field:
     );
 }
 
-/// Every partition of a fabricated C1 output of `size`, both ways.
-fn agree(size: Size, seed: u64) {
-    let f = fabricate(&Spec::new(size, Api::V1_1, seed)).unwrap();
-    let C1::Base(c1) = &f.c1 else {
-        panic!("{size} is a base-tree shape")
-    };
-    for (k, proofs) in c1.vanilla_proofs.iter().enumerate() {
+/// The first `partitions` partitions of a C1 output, both ways.
+fn agree_c1<Tree: 'static + MerkleTreeTrait>(
+    size: Size,
+    c1: &filecoin_proofs::SealCommitPhase1Output<Tree>,
+    partitions: usize,
+) {
+    for (k, proofs) in c1.vanilla_proofs.iter().enumerate().take(partitions) {
         let pub_in = public(c1, k);
         let want = generic(&pub_in, proofs);
         let mut got = WitnessCs::with_one().into_witness();
@@ -83,6 +83,15 @@ fn agree(size: Size, seed: u64) {
             want.aux.len()
         );
     }
+}
+
+/// Every partition of a fabricated C1 output of `size` (a base-tree shape), both ways.
+fn agree(size: Size, seed: u64) {
+    let f = fabricate(&Spec::new(size, Api::V1_1, seed)).unwrap();
+    let C1::Base(c1) = &f.c1 else {
+        panic!("{size} is a base-tree shape")
+    };
+    agree_c1(size, c1, usize::MAX);
 }
 
 #[test]
@@ -109,4 +118,17 @@ fn a_partition_without_challenges_is_refused() {
     no_tau.tau = None;
     let err = porep_partition_witness(&no_tau, &c1.vanilla_proofs[0], &mut w).unwrap_err();
     assert!(matches!(err, PorepError::NoTau), "{err}");
+}
+
+/// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
+/// 8.5 GB for the two witnesses and a minute or more of generic synthesis, so run on
+/// request: `cargo test --release -p cuzk-native --test porep -- --ignored`.
+#[test]
+#[ignore]
+fn the_hybrid_witness_of_a_32gib_partition_is_the_generic_one() {
+    let f = fabricate(&Spec::new(Size::GiB32, Api::V1_1, 5)).unwrap();
+    let C1::Sub8(c1) = &f.c1 else {
+        panic!("32GiB is the sub-tree shape")
+    };
+    agree_c1(Size::GiB32, c1, 1);
 }
