@@ -121,7 +121,8 @@ fn a_partition_without_challenges_is_refused() {
 }
 
 /// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
-/// 8.5 GB for the two witnesses and a minute or more of generic synthesis, so run on
+/// 8.5 GB for the two witnesses and minutes of generic synthesis (230 s in the test profile
+/// on a loaded 2-core machine), so run on
 /// request: `cargo test --release -p cuzk-native --test porep -- --ignored`.
 #[test]
 #[ignore]
