@@ -79,6 +79,21 @@ pub enum PorepError {
         /// The rows of a column.
         layers: usize,
     },
+    /// A Merkle path level has the siblings of its arity and the node's position.
+    #[error("Merkle path level {level} is not the siblings of its arity and a position")]
+    Path {
+        /// The level, from the leaf.
+        level: usize,
+    },
+    /// `insert` is hand-written for arities 2, 4 and 8, the ones Filecoin's trees have.
+    #[error("a Poseidon tree of arity {arity}: only 2, 4 and 8 are replayed")]
+    Arity {
+        /// The arity.
+        arity: usize,
+    },
+    /// A column proof's inclusion path could not be read back (see `porep::column_path`).
+    #[error("a column proof's inclusion path: {0}")]
+    ColumnPath(#[from] serde_json::Error),
     /// The native SHA-256 refused its input.
     #[error(transparent)]
     Native(#[from] NativeError),

@@ -6,7 +6,6 @@ use super::bits::{num_to_bits_le, reverse_bit_numbering, scalar};
 use super::replay::Replay;
 use super::PorepError;
 use crate::{create_label, Bit, LABEL_PARENTS};
-use bellperson::gadgets::num::AllocatedNum;
 use cuzk_field::Scalar;
 
 /// `UInt64::alloc` and `pack_into_input` of the challenge: its 64 bits (least significant
@@ -21,7 +20,7 @@ pub(crate) fn challenge_num(challenge: u64, cs: &mut Replay<'_>) -> [Bit; 64] {
 /// The labels of every layer, 1 to `layers`: for each, the DRG parents' rows (`drg[p][layer −
 /// 1]`) decomposed, then above layer 1 the expander parents' (`exp[p][layer − 2]`: they have
 /// no first-layer row), the 37 parents repeated from those, and the label. Returns the
-/// labels as the circuit's numbers.
+/// labels.
 pub(crate) fn labels(
     replica_id: &[Bit],
     drg: &[Vec<Scalar>],
@@ -29,7 +28,7 @@ pub(crate) fn labels(
     node: &[Bit; 64],
     layers: usize,
     cs: &mut Replay<'_>,
-) -> Result<Vec<AllocatedNum<Scalar>>, PorepError> {
+) -> Result<Vec<Scalar>, PorepError> {
     let mut labels = Vec::with_capacity(layers);
     for layer in 1..=layers {
         let mut parents: Vec<Vec<Bit>> = Vec::with_capacity(drg.len() + exp.len());
@@ -46,11 +45,13 @@ pub(crate) fn labels(
         let expanded = expand(&parents, layer)?;
         let layer_index: [Bit; 32] =
             std::array::from_fn(|i| Bit::Constant((layer as u32 >> (31 - i)) & 1 == 1));
-        let label = create_label(replica_id, &expanded, &layer_index, node, &mut cs.w.aux)?;
-        // `create_label` appended the label as the last aux value; allocating it again in its
-        // place gives the number the encoding and the column hash take.
-        cs.w.aux.pop();
-        labels.push(AllocatedNum::alloc(&mut *cs, || Ok(label))?);
+        labels.push(create_label(
+            replica_id,
+            &expanded,
+            &layer_index,
+            node,
+            &mut cs.w.aux,
+        )?);
     }
     Ok(labels)
 }

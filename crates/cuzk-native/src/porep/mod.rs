@@ -17,6 +17,8 @@
 mod bits;
 mod comm_d;
 mod labeling;
+mod por;
+mod poseidon;
 mod replay;
 
 use crate::PorepError;
@@ -25,14 +27,10 @@ use bellperson::ConstraintSystem;
 use bits::{num_to_bits_le, reverse_bit_numbering};
 use cuzk_field::Scalar;
 use cuzk_synth::Witness;
-use filecoin_hashers::poseidon::PoseidonFunction;
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::{HashFunction, Hasher};
 use replay::Replay;
-use storage_proofs_core::gadgets::encode::encode;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::variables::Root;
-use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{Proof, PublicInputs, StackedCircuit};
 use typenum::{U11, U2};
 
@@ -40,6 +38,14 @@ use typenum::{U11, U2};
 pub type PorepPublicInputs<Tree> = PublicInputs<
     <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain,
     <Sha256Hasher as Hasher>::Domain,
+>;
+
+/// The vanilla proof type of a path in the tree `Tree` (comm_c's and comm_r_last's).
+type TreeProof<Tree> = MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
 /// A challenge's vanilla proof (filecoin-proofs' `VanillaSealProof`).
@@ -99,39 +105,47 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     // `Proof::synthesize`, one challenge after another.
     for (proof, vanilla) in circuit_proofs.into_iter().zip(proofs) {
         let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
-        let data_leaf_num = AllocatedNum::alloc(&mut *cs, || Ok(data_leaf))?;
+        cs.w.aux.push(data_leaf);
         comm_d::comm_d_inclusion(data_leaf, &vanilla.comm_d_proofs.as_options(), cs.w)?;
 
-        // The parents' columns: allocated, hashed, opened in comm_c (generic). A column's
-        // rows are the aux values its allocation appended.
+        // The parents' columns: allocated (by the circuit's own `ColumnProof::alloc`: a
+        // column's rows are the aux values it appended), hashed and opened in comm_c.
+        let columns = serde_json::to_value(&vanilla.replica_column_proofs)?;
         let mut layers = None;
         let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
-        for parent in proof.drg_parents_proofs {
+        for (i, parent) in proof.drg_parents_proofs.into_iter().enumerate() {
             let start = cs.w.aux.len();
-            let (column, path) = parent.alloc(&mut *cs)?;
-            drg.push(column_rows(cs, start, &mut layers)?);
-            let hash = column.hash(&mut *cs)?;
-            enforce_inclusion::<Tree>(cs, path, &comm_c_num, &hash)?;
+            let _ = parent.alloc(&mut *cs)?;
+            let rows = column_rows(cs, start, &mut layers)?;
+            let hash = column_hash(&rows, &mut cs.w.aux)?;
+            let path = column_path::<Tree>(&columns["drg_parents"][i])?;
+            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.w)?;
+            drg.push(rows);
         }
         let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
-        for parent in proof.exp_parents_proofs {
+        for (i, parent) in proof.exp_parents_proofs.into_iter().enumerate() {
             let start = cs.w.aux.len();
-            let (column, path) = parent.alloc(&mut *cs)?;
-            exp.push(column_rows(cs, start, &mut layers)?);
-            let hash = column.hash(&mut *cs)?;
-            enforce_inclusion::<Tree>(cs, path, &comm_c_num, &hash)?;
+            let _ = parent.alloc(&mut *cs)?;
+            let rows = column_rows(cs, start, &mut layers)?;
+            let hash = column_hash(&rows, &mut cs.w.aux)?;
+            let path = column_path::<Tree>(&columns["exp_parents"][i])?;
+            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.w)?;
+            exp.push(rows);
         }
         let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
 
-        // Labeling (native), then the encoding and the two remaining openings (generic).
+        // Labeling, the encoding (`constraint::add`: one value) and the two remaining openings.
         let challenge = proof.challenge.ok_or(PorepError::Missing("challenge"))?;
         let node = labeling::challenge_num(challenge, cs);
         let labels = labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, cs)?;
-        let key = labels.last().ok_or(PorepError::ColumnHash { layers })?;
-        let encoded = encode(cs.namespace(|| "encode_node"), key, &data_leaf_num)?;
-        enforce_inclusion::<Tree>(cs, proof.comm_r_last_path, &comm_r_last_num, &encoded)?;
-        let column_hash = hash_single_column(cs, &labels)?;
-        enforce_inclusion::<Tree>(cs, proof.comm_c_path, &comm_c_num, &column_hash)?;
+        let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
+        let encoded = key + data_leaf;
+        cs.w.aux.push(encoded);
+        let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
+        por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, cs.w)?;
+        let column_hash = column_hash(&labels, &mut cs.w.aux)?;
+        let path = column_path::<Tree>(&columns["c_x"])?;
+        por::inclusion::<TreeProof<Tree>>(column_hash, &path, cs.w)?;
     }
     Ok(())
 }
@@ -162,29 +176,21 @@ fn column_rows(
     Ok(rows)
 }
 
-/// The circuit's `enforce_inclusion`: `PoRCircuit` from `leaf` to `root`, both allocated,
-/// the root private.
-fn enforce_inclusion<Tree: 'static + MerkleTreeTrait>(
-    cs: &mut Replay<'_>,
-    path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>,
-    root: &AllocatedNum<Scalar>,
-    leaf: &AllocatedNum<Scalar>,
-) -> Result<(), PorepError> {
-    let leaf = Root::from_allocated::<Replay<'_>>(leaf.clone());
-    let root = Root::from_allocated::<Replay<'_>>(root.clone());
-    PoRCircuit::<Tree>::synthesize(cs, leaf, path, root, true)?;
-    Ok(())
+/// A vanilla column proof's inclusion path (`as_options`), read from its serde form: the
+/// proof's fields are crate-private and this is the public way to them.
+fn column_path<Tree: MerkleTreeTrait>(
+    column_proof: &serde_json::Value,
+) -> Result<Vec<comm_d::Level>, PorepError> {
+    let proof: TreeProof<Tree> = serde_json::from_value(column_proof["inclusion_proof"].clone())?;
+    Ok(proof.as_options())
 }
 
 /// storage-proofs-porep's `hash_single_column` (crate-private there): Poseidon of arity 2 or
-/// 11 with filecoin-hashers' constants, which its `hash_multi_leaf_circuit` takes too.
-fn hash_single_column(
-    cs: &mut Replay<'_>,
-    column: &[AllocatedNum<Scalar>],
-) -> Result<AllocatedNum<Scalar>, PorepError> {
+/// 11 with filecoin-hashers' constants.
+fn column_hash(column: &[Scalar], aux: &mut Vec<Scalar>) -> Result<Scalar, PorepError> {
     Ok(match column.len() {
-        2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(cs, column, 0)?,
-        11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(cs, column, 0)?,
+        2 => poseidon::poseidon::<U2>(column, aux),
+        11 => poseidon::poseidon::<U11>(column, aux),
         layers => return Err(PorepError::ColumnHash { layers }),
     })
 }
