@@ -12,7 +12,7 @@
 //! and the packed label).
 //!
 //! [`porep_partition_witness`] makes a whole PoRep partition's witness (storage-proofs-porep's
-//! `StackedCircuit`) with those: the SHA-256 parts native, the Poseidon parts generic.
+//! `StackedCircuit`) with those and a native Poseidon: all but a few values computed natively.
 //!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.

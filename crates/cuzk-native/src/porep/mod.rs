@@ -1,5 +1,5 @@
 //! The witness of one PoRep partition (storage-proofs-porep 19.1's `StackedCircuit`), hybrid:
-//! the SHA-256 parts computed natively, the Poseidon parts by the circuit's own gadgets.
+//! nearly all of it computed natively, a few allocations by the circuit's own gadgets.
 //!
 //! [`porep_partition_witness`] appends exactly the inputs and aux values that
 //! `StackedCircuit::synthesize` appends to a witness-only system (`cuzk_synth::WitnessCs`),
@@ -7,12 +7,14 @@
 //! It replays the circuit step by step (`docs/native-witness.md` writes the sequence down):
 //!
 //! - natively: the replica id's and the label parents' bit decompositions, the challenge's
-//!   `UInt64`, every label (`create_label_circuit`: 20 SHA-256 compressions each) and the
+//!   `UInt64`, every label (`create_label_circuit`: 20 SHA-256 compressions each), the
 //!   comm_d inclusion path (a binary SHA-256 tree: per level the children's bits and two
-//!   compressions). These are about 99% of the witness.
-//! - generically, through storage-proofs' and neptune's public gadgets: allocated numbers,
-//!   comm_r = Poseidon(comm_c, comm_r_last), the column hashes, the comm_c and comm_r_last
-//!   Merkle paths (Poseidon) and the encoding.
+//!   compressions), the column hashes and the comm_c and comm_r_last paths (neptune's
+//!   Poseidon circuit and storage-proofs' `insert`, in their allocation order) and the
+//!   encoding;
+//! - generically, through the circuit's public gadgets: the allocated numbers and their
+//!   inputs, comm_r = Poseidon(comm_c, comm_r_last) (once per partition) and the parents'
+//!   columns (`ColumnProof::alloc`, one value a row).
 
 mod bits;
 mod comm_d;
