@@ -58,8 +58,9 @@ pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 /// appends, inputs and aux, in order. For a whole circuit's witness `w` starts as
 /// `WitnessCs::with_one()`'s (input 0 the constant ONE), or as a reused one, cleared.
 ///
-/// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), and the columns
-/// are 2 or 11 layers. Runs on the calling thread.
+/// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), the columns are
+/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. Runs on the calling thread; a
+/// witness whose memory is already mapped (a reused one) saves most of a fresh one's time.
 pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     pub_in: &PorepPublicInputs<Tree>,
     proofs: &[PorepProof<Tree>],
@@ -95,8 +96,9 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     )?;
 
     // The circuit's per-challenge proof (storage-proofs-porep's `circuit::params::Proof`) is a
-    // public type its crate does not export by name, and its parent columns' paths are
-    // reachable only through it; `StackedCircuit::synthesize`'s parameter gives it its type.
+    // public type its crate does not export by name; it carries the data leaf and the
+    // challenge as the circuit takes them and allocates the parents' columns (the vanilla
+    // proofs keep those crate-private). `StackedCircuit::synthesize`'s parameter types it.
     let circuit_proofs = typed_like(
         |cs: &mut Replay<'_>, p| {
             StackedCircuit::<Tree, Sha256Hasher>::synthesize(cs, None, None, None, None, None, p)
