@@ -121,9 +121,9 @@ fn a_partition_without_challenges_is_refused() {
 }
 
 /// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
-/// 8.5 GB for the two witnesses and minutes of generic synthesis (230 s in the test profile
-/// on a loaded 2-core machine), so run on
-/// request: `cargo test --release -p cuzk-native --test porep -- --ignored`.
+/// 8.2 GB for the two witnesses and about a minute, mostly the generic synthesis (68 s in the
+/// test profile on a shared 2-core machine), so run on request:
+/// `cargo test -p cuzk-native --test porep -- --ignored`.
 #[test]
 #[ignore]
 fn the_hybrid_witness_of_a_32gib_partition_is_the_generic_one() {
