@@ -20,6 +20,8 @@ mod bits;
 mod comm_d;
 mod labeling;
 mod por;
+#[cfg(test)]
+mod por_tests;
 mod poseidon;
 mod replay;
 

@@ -49,7 +49,7 @@ pub(crate) fn inclusion<P: MerkleProofTrait>(
 }
 
 /// One of the three paths, of arity `A` (none for 0); `first` numbers its levels in errors.
-fn sub_path<A: 'static + PoseidonArity>(
+pub(super) fn sub_path<A: 'static + PoseidonArity>(
     mut cur: Scalar,
     levels: &[Level],
     first: usize,
