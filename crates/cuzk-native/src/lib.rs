@@ -11,6 +11,9 @@
 //! [`create_label`] does the same for storage-proofs-porep's PoRep label circuit (its hash
 //! and the packed label).
 //!
+//! [`porep_partition_witness`] makes a whole PoRep partition's witness (storage-proofs-porep's
+//! `StackedCircuit`) with those and a native Poseidon: all but a few values computed natively.
+//!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.
 #![forbid(unsafe_code)]
@@ -18,12 +21,14 @@
 mod bit;
 mod error;
 mod label;
+mod porep;
 mod sha256;
 mod word;
 #[cfg(test)]
 mod word_tests;
 
 pub use bit::Bit;
-pub use error::NativeError;
+pub use error::{NativeError, PorepError};
 pub use label::{create_label, LABEL_PARENTS};
+pub use porep::{porep_partition_witness, PorepProof, PorepPublicInputs};
 pub use sha256::{sha256, sha256_block_no_padding, Digest};

@@ -1,0 +1,135 @@
+//! The hybrid PoRep partition witness against the generic one: `StackedCircuit::synthesize`
+//! into `WitnessCs` on the same fabricated C1 output, every input and aux value compared.
+
+use cuzk_bench::fabricate::{fabricate, Api, Size, Spec, C1};
+use cuzk_native::{porep_partition_witness, PorepError, PorepProof, PorepPublicInputs};
+use cuzk_synth::{Witness, WitnessCs};
+use filecoin_hashers::sha256::Sha256Hasher;
+use filecoin_hashers::{Domain, Hasher};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{StackedCircuit, Tau};
+
+/// Partition `k`'s public inputs, as filecoin-proofs' `seal_commit_phase2` makes them.
+fn public<Tree: MerkleTreeTrait>(
+    c1: &filecoin_proofs::SealCommitPhase1Output<Tree>,
+    k: usize,
+) -> PorepPublicInputs<Tree> {
+    PorepPublicInputs::<Tree> {
+        replica_id: c1.replica_id,
+        seed: Some(c1.seed),
+        tau: Some(Tau {
+            comm_d: <Sha256Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_d).unwrap(),
+            comm_r: <Tree::Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_r).unwrap(),
+        }),
+        k: Some(k),
+    }
+}
+
+/// The generic witness: the circuit `StackedCompound::circuit` builds, synthesized.
+fn generic<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &PorepPublicInputs<Tree>,
+    proofs: &[PorepProof<Tree>],
+) -> Witness {
+    let tau = pub_in.tau.as_ref().unwrap();
+    let mut cs = WitnessCs::with_one();
+    StackedCircuit::<Tree, Sha256Hasher>::synthesize(
+        &mut cs,
+        Some(pub_in.replica_id),
+        Some(tau.comm_d),
+        Some(tau.comm_r),
+        Some(proofs[0].comm_r_last()),
+        Some(proofs[0].comm_c()),
+        proofs.iter().cloned().map(Into::into).collect(),
+    )
+    .unwrap();
+    cs.into_witness()
+}
+
+/// Fails naming the first index where `hybrid` and `generic` differ.
+fn assert_same(what: &str, hybrid: &[cuzk_field::Scalar], generic: &[cuzk_field::Scalar]) {
+    if let Some(i) = (0..hybrid.len().min(generic.len())).find(|&i| hybrid[i] != generic[i]) {
+        panic!(
+            "{what} differ first at index {i} of {} (hybrid) and {} (generic)",
+            hybrid.len(),
+            generic.len()
+        );
+    }
+    assert_eq!(
+        hybrid.len(),
+        generic.len(),
+        "{what}: hybrid has {} values, generic {}",
+        hybrid.len(),
+        generic.len()
+    );
+}
+
+/// The first `partitions` partitions of a C1 output, both ways.
+fn agree_c1<Tree: 'static + MerkleTreeTrait>(
+    size: Size,
+    c1: &filecoin_proofs::SealCommitPhase1Output<Tree>,
+    partitions: usize,
+) {
+    for (k, proofs) in c1.vanilla_proofs.iter().enumerate().take(partitions) {
+        let pub_in = public(c1, k);
+        let want = generic(&pub_in, proofs);
+        let mut got = WitnessCs::with_one().into_witness();
+        porep_partition_witness(&pub_in, proofs, &mut got).unwrap();
+        assert_same("inputs", &got.inputs, &want.inputs);
+        assert_same("aux", &got.aux, &want.aux);
+        eprintln!(
+            "{size} partition {k}: {} challenges, {} inputs and {} aux values agree",
+            proofs.len(),
+            want.inputs.len(),
+            want.aux.len()
+        );
+    }
+}
+
+/// Every partition of a fabricated C1 output of `size` (a base-tree shape), both ways.
+fn agree(size: Size, seed: u64) {
+    let f = fabricate(&Spec::new(size, Api::V1_1, seed)).unwrap();
+    let C1::Base(c1) = &f.c1 else {
+        panic!("{size} is a base-tree shape")
+    };
+    agree_c1(size, c1, usize::MAX);
+}
+
+#[test]
+fn the_hybrid_witness_of_2kib_partitions_is_the_generic_one() {
+    for seed in [1, 2] {
+        agree(Size::KiB2, seed);
+    }
+}
+
+#[test]
+fn the_hybrid_witness_of_an_8mib_partition_is_the_generic_one() {
+    agree(Size::MiB8, 3);
+}
+
+#[test]
+fn a_partition_without_challenges_is_refused() {
+    let f = fabricate(&Spec::new(Size::KiB2, Api::V1_1, 4)).unwrap();
+    let C1::Base(c1) = &f.c1 else { panic!() };
+    let mut w = WitnessCs::with_one().into_witness();
+    let err =
+        porep_partition_witness(&public(c1, 0), &c1.vanilla_proofs[0][..0], &mut w).unwrap_err();
+    assert!(matches!(err, PorepError::NoProofs), "{err}");
+    let mut no_tau = public(c1, 0);
+    no_tau.tau = None;
+    let err = porep_partition_witness(&no_tau, &c1.vanilla_proofs[0], &mut w).unwrap_err();
+    assert!(matches!(err, PorepError::NoTau), "{err}");
+}
+
+/// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
+/// 8.2 GB for the two witnesses and about a minute, mostly the generic synthesis (68 s in the
+/// test profile on a shared 2-core machine), so run on request:
+/// `cargo test -p cuzk-native --test porep -- --ignored`.
+#[test]
+#[ignore]
+fn the_hybrid_witness_of_a_32gib_partition_is_the_generic_one() {
+    let f = fabricate(&Spec::new(Size::GiB32, Api::V1_1, 5)).unwrap();
+    let C1::Sub8(c1) = &f.c1 else {
+        panic!("32GiB is the sub-tree shape")
+    };
+    agree_c1(Size::GiB32, c1, 1);
+}
