@@ -3,7 +3,8 @@
 //! The partition is partition 0 of a fabricated C1 output (`cuzk_bench::fabricate`, API 1.1)
 //! of the size given (2KiB by default; 32GiB needs about 9 GB for the two witnesses). Generic: the circuit `StackedCompound::circuit` builds,
 //! `StackedCircuit::synthesize`d into `WitnessCs`. Hybrid: [`porep_partition_witness`] into a
-//! fresh witness, then into a reused one (as a service reuses them, so that no fresh pages are
+//! fresh witness growing as it goes, into fresh room of its size (pages mapped in parallel
+//! first), then into a reused one (as a service reuses them, so that no fresh pages are
 //! faulted in). All run on the calling thread; every hybrid witness is checked equal to the
 //! generic one.
 //! `cargo run --release -p cuzk-native --example porep_partition [2KiB|8MiB|32GiB] [iterations]`
@@ -96,35 +97,35 @@ fn run<Tree: 'static + MerkleTreeTrait>(
         })
         .collect();
     let want = want.expect("one run");
-    let hybrid_times: Vec<Duration> = (0..iterations)
-        .map(|_| {
-            let t = Instant::now();
-            let mut w = WitnessCs::with_one().into_witness();
-            porep_partition_witness(&pub_in, proofs, &mut w).expect("hybrid");
-            let d = t.elapsed();
-            assert!(w == want, "the hybrid witness differs from the generic one");
-            d
-        })
-        .collect();
-    // As a service reuses witnesses (`WitnessCs::reusing`): no fresh pages to fault in.
+    let g = median(generic_times);
     let (n_in, n_aux) = (want.inputs.len(), want.aux.len());
-    let mut spare = WitnessCs::with_capacity(n_in, n_aux).into_witness();
-    let reused_times: Vec<Duration> = (0..iterations)
-        .map(|_| {
-            let t = Instant::now();
-            let mut w = WitnessCs::reusing(std::mem::take(&mut spare), n_in, n_aux).into_witness();
-            porep_partition_witness(&pub_in, proofs, &mut w).expect("hybrid");
-            let d = t.elapsed();
-            assert!(w == want, "the hybrid witness differs from the generic one");
-            spare = w;
-            d
-        })
-        .collect();
-    let (g, h, r) = (
-        median(generic_times),
-        median(hybrid_times),
-        median(reused_times),
+    // Hybrid into a fresh witness growing as it goes; into fresh room of the witness's size
+    // (`WitnessCs::reusing` nothing: its pages mapped by every core first); into a reused
+    // witness, as a service reuses them (no fresh pages at all).
+    let mut spare = Witness::default();
+    let mut time = |start: &dyn Fn(Witness) -> WitnessCs, keep: bool| -> Duration {
+        let times = (0..iterations)
+            .map(|_| {
+                let t = Instant::now();
+                let mut cs = start(std::mem::take(&mut spare));
+                porep_partition_witness(&pub_in, proofs, &mut cs).expect("hybrid");
+                let d = t.elapsed();
+                let w = cs.into_witness();
+                assert!(w == want, "the hybrid witness differs from the generic one");
+                if keep {
+                    spare = w;
+                }
+                d
+            })
+            .collect();
+        median(times)
+    };
+    let h = time(&|_| WitnessCs::with_one(), false);
+    let f = time(
+        &|_| WitnessCs::reusing(Witness::default(), n_in, n_aux),
+        false,
     );
+    let r = time(&|w| WitnessCs::reusing(w, n_in, n_aux), true);
     let values = want.inputs.len() + want.aux.len();
     println!(
         "{size} partition 0: {} challenges, {} inputs, {} aux",
@@ -132,7 +133,12 @@ fn run<Tree: 'static + MerkleTreeTrait>(
         want.inputs.len(),
         want.aux.len()
     );
-    for (path, t) in [("generic", g), ("hybrid", h), ("hybrid, reused witness", r)] {
+    for (path, t) in [
+        ("generic", g),
+        ("hybrid, growing", h),
+        ("hybrid, fresh room", f),
+        ("hybrid, reused witness", r),
+    ] {
         println!(
             "{path:>23}: {:>10.2} ms  {:.4} µs per value  {:>6.1}x",
             t.as_secs_f64() * 1e3,

@@ -72,8 +72,9 @@ fn agree_c1<Tree: 'static + MerkleTreeTrait>(
     for (k, proofs) in c1.vanilla_proofs.iter().enumerate().take(partitions) {
         let pub_in = public(c1, k);
         let want = generic(&pub_in, proofs);
-        let mut got = WitnessCs::with_one().into_witness();
-        porep_partition_witness(&pub_in, proofs, &mut got).unwrap();
+        let mut cs = WitnessCs::with_one();
+        porep_partition_witness(&pub_in, proofs, &mut cs).unwrap();
+        let got = cs.into_witness();
         assert_same("inputs", &got.inputs, &want.inputs);
         assert_same("aux", &got.aux, &want.aux);
         eprintln!(
@@ -110,23 +111,24 @@ fn the_hybrid_witness_of_an_8mib_partition_is_the_generic_one() {
 fn a_partition_without_challenges_is_refused() {
     let f = fabricate(&Spec::new(Size::KiB2, Api::V1_1, 4)).unwrap();
     let C1::Base(c1) = &f.c1 else { panic!() };
-    let mut w = WitnessCs::with_one().into_witness();
+    let mut cs = WitnessCs::with_one();
     let err =
-        porep_partition_witness(&public(c1, 0), &c1.vanilla_proofs[0][..0], &mut w).unwrap_err();
+        porep_partition_witness(&public(c1, 0), &c1.vanilla_proofs[0][..0], &mut cs).unwrap_err();
     assert!(matches!(err, PorepError::NoProofs), "{err}");
     let mut no_tau = public(c1, 0);
     no_tau.tau = None;
-    let err = porep_partition_witness(&no_tau, &c1.vanilla_proofs[0], &mut w).unwrap_err();
+    let err = porep_partition_witness(&no_tau, &c1.vanilla_proofs[0], &mut cs).unwrap_err();
     assert!(matches!(err, PorepError::NoTau), "{err}");
 }
 
 /// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
 /// 8.2 GB for the two witnesses and about a minute, mostly the generic synthesis (68 s in the
-/// test profile on a shared 2-core machine), so run on request:
+/// test profile on a shared 2-core machine), so it runs with the GPU tests on the GPU host
+/// (`run-tests`, `cargo xtask test --gpu`), whose memory it needs, not its GPU; by hand:
 /// `cargo test -p cuzk-native --test porep -- --ignored`.
 #[test]
-#[ignore]
-fn the_hybrid_witness_of_a_32gib_partition_is_the_generic_one() {
+#[ignore = "needs the GPU host's memory (8.2 GB) and a minute: runs with the GPU tests"]
+fn gpu_host_the_hybrid_witness_of_a_32gib_partition_is_the_generic_one() {
     let f = fabricate(&Spec::new(Size::GiB32, Api::V1_1, 5)).unwrap();
     let C1::Sub8(c1) = &f.c1 else {
         panic!("32GiB is the sub-tree shape")

@@ -15,10 +15,13 @@ use rayon::prelude::*;
 /// into it allocates its own "temp ONE" first, and [`ConstraintSystem::extend`] drops that
 /// input. [`WitnessCs::with_one`] and [`WitnessCs::with_capacity`] start a whole circuit's
 /// system, input 0 being ONE.
+///
+/// A native witness generator (one that computes a gadget's values directly, as cuzk-native
+/// does) appends to the vectors themselves through [`WitnessCs::witness_mut`], between the
+/// gadgets it runs through the system.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WitnessCs {
-    inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
+    w: Witness,
 }
 
 impl WitnessCs {
@@ -33,10 +36,7 @@ impl WitnessCs {
     pub fn with_capacity(num_inputs: usize, num_aux: usize) -> WitnessCs {
         let mut inputs = Vec::with_capacity(num_inputs.max(1));
         inputs.push(Scalar::ONE);
-        WitnessCs {
-            inputs,
-            aux: Vec::with_capacity(num_aux),
-        }
+        WitnessCs::of(inputs, Vec::with_capacity(num_aux))
     }
 
     /// Like [`WitnessCs::with_capacity`], in the memory of `spare`, an earlier witness no
@@ -47,27 +47,40 @@ impl WitnessCs {
     pub fn reusing(spare: Witness, num_inputs: usize, num_aux: usize) -> WitnessCs {
         let mut inputs = recycled(spare.inputs, num_inputs.max(1));
         inputs.push(Scalar::ONE);
+        WitnessCs::of(inputs, recycled(spare.aux, num_aux))
+    }
+
+    fn of(inputs: Vec<Scalar>, aux: Vec<Scalar>) -> WitnessCs {
         WitnessCs {
-            inputs,
-            aux: recycled(spare.aux, num_aux),
+            w: Witness { inputs, aux },
         }
+    }
+
+    /// The assignments so far, to append to directly: a value pushed here is the next
+    /// variable, exactly as if allocated through the system.
+    pub fn witness_mut(&mut self) -> &mut Witness {
+        &mut self.w
     }
 
     /// The assignments.
     pub fn into_witness(self) -> Witness {
-        Witness {
-            inputs: self.inputs,
-            aux: self.aux,
-        }
+        self.w
     }
 }
 
 /// `v` emptied, when it has room for `n` values; else a new vector of exactly that room (not
-/// `v` grown, which could double it past what its owner accounted for).
+/// `v` grown, which could double it past what its owner accounted for), its pages mapped by
+/// every core when it is large: a circuit then fills it in without a page fault per 4 KiB on
+/// its one thread (about a second per 4 GB).
 fn recycled(mut v: Vec<Scalar>, n: usize) -> Vec<Scalar> {
     if v.capacity() < n {
         drop(v);
-        return Vec::with_capacity(n);
+        let mut fresh = Vec::with_capacity(n);
+        if n >= PARALLEL_GROW {
+            grow(&mut fresh, n);
+            fresh.clear();
+        }
+        return fresh;
     }
     v.clear();
     v
@@ -96,10 +109,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 
     /// An empty system (no ONE), as bellperson's: see [`WitnessCs`].
     fn new() -> Self {
-        WitnessCs {
-            inputs: Vec::new(),
-            aux: Vec::new(),
-        }
+        WitnessCs::of(Vec::new(), Vec::new())
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -108,8 +118,8 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+        self.w.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.w.aux.len() - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -118,8 +128,10 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.inputs.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+        self.w.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(
+            self.w.inputs.len() - 1,
+        )))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
@@ -150,10 +162,11 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 
     fn extend(&mut self, other: &Self) {
-        // `other.inputs[0]` is its temp ONE, our ONE.
-        self.inputs
-            .extend_from_slice(other.inputs.get(1..).unwrap_or_default());
-        self.aux.extend_from_slice(&other.aux);
+        // `other.w.inputs[0]` is its temp ONE, our ONE.
+        self.w
+            .inputs
+            .extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());
+        self.w.aux.extend_from_slice(&other.w.aux);
     }
 
     fn is_witness_generator(&self) -> bool {
@@ -161,31 +174,34 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 
     fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
-        self.inputs.extend_from_slice(new_inputs);
+        self.w.inputs.extend_from_slice(new_inputs);
     }
 
     fn extend_aux(&mut self, new_aux: &[Scalar]) {
-        self.aux.extend_from_slice(new_aux);
+        self.w.aux.extend_from_slice(new_aux);
     }
 
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
-        (grow(&mut self.aux, aux_n), grow(&mut self.inputs, inputs_n))
+        (
+            grow(&mut self.w.aux, aux_n),
+            grow(&mut self.w.inputs, inputs_n),
+        )
     }
 
     fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
-        grow(&mut self.inputs, n)
+        grow(&mut self.w.inputs, n)
     }
 
     fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
-        grow(&mut self.aux, n)
+        grow(&mut self.w.aux, n)
     }
 
     fn inputs_slice(&self) -> &[Scalar] {
-        &self.inputs
+        &self.w.inputs
     }
 
     fn aux_slice(&self) -> &[Scalar] {
-        &self.aux
+        &self.w.aux
     }
 }
 

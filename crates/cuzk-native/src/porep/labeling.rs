@@ -3,17 +3,17 @@
 //! "labeling_{layer}").
 
 use super::bits::{num_to_bits_le, reverse_bit_numbering, scalar};
-use super::replay::Replay;
 use super::PorepError;
 use crate::{create_label, Bit, LABEL_PARENTS};
 use cuzk_field::Scalar;
+use cuzk_synth::WitnessCs;
 
 /// `UInt64::alloc` and `pack_into_input` of the challenge: its 64 bits (least significant
 /// first) as aux, the number as an input. Returns the bits as `to_bits_be` gives them.
-pub(crate) fn challenge_num(challenge: u64, cs: &mut Replay<'_>) -> [Bit; 64] {
+pub(crate) fn challenge_num(challenge: u64, cs: &mut WitnessCs) -> [Bit; 64] {
     let le: [bool; 64] = std::array::from_fn(|i| (challenge >> i) & 1 == 1);
-    cs.w.aux.extend(le.iter().map(|&b| scalar(b)));
-    cs.w.inputs.push(Scalar::from(challenge));
+    cs.witness_mut().aux.extend(le.iter().map(|&b| scalar(b)));
+    cs.witness_mut().inputs.push(Scalar::from(challenge));
     std::array::from_fn(|i| Bit::Is(le[63 - i]))
 }
 
@@ -27,18 +27,18 @@ pub(crate) fn labels(
     exp: &[Vec<Scalar>],
     node: &[Bit; 64],
     layers: usize,
-    cs: &mut Replay<'_>,
+    cs: &mut WitnessCs,
 ) -> Result<Vec<Scalar>, PorepError> {
     let mut labels = Vec::with_capacity(layers);
     for layer in 1..=layers {
         let mut parents: Vec<Vec<Bit>> = Vec::with_capacity(drg.len() + exp.len());
         for rows in drg {
-            let bits = num_to_bits_le(rows[layer - 1], &mut cs.w.aux);
+            let bits = num_to_bits_le(rows[layer - 1], &mut cs.witness_mut().aux);
             parents.push(reverse_bit_numbering(bits));
         }
         if layer > 1 {
             for rows in exp {
-                let bits = num_to_bits_le(rows[layer - 2], &mut cs.w.aux);
+                let bits = num_to_bits_le(rows[layer - 2], &mut cs.witness_mut().aux);
                 parents.push(reverse_bit_numbering(bits));
             }
         }
@@ -50,7 +50,7 @@ pub(crate) fn labels(
             &expanded,
             &layer_index,
             node,
-            &mut cs.w.aux,
+            &mut cs.witness_mut().aux,
         )?);
     }
     Ok(labels)

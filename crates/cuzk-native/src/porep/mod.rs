@@ -10,30 +10,27 @@
 //!   `UInt64`, every label (`create_label_circuit`: 20 SHA-256 compressions each), the
 //!   comm_d inclusion path (a binary SHA-256 tree: per level the children's bits and two
 //!   compressions), the column hashes and the comm_c and comm_r_last paths (neptune's
-//!   Poseidon circuit and storage-proofs' `insert`, in their allocation order) and the
-//!   encoding;
-//! - generically, through the circuit's public gadgets: the allocated numbers and their
-//!   inputs, comm_r = Poseidon(comm_c, comm_r_last) (once per partition) and the parents'
-//!   columns (`ColumnProof::alloc`, one value a row).
+//!   Poseidon circuit and storage-proofs' `insert`, in their allocation order), comm_r =
+//!   Poseidon(comm_c, comm_r_last) and the encoding;
+//! - generically, through the circuit's public gadgets: the allocated numbers that are
+//!   inputs and the parents' columns (`ColumnProof::alloc`, one value a row).
 
 mod bits;
 mod comm_d;
 mod labeling;
-mod por;
+pub(crate) mod por;
 #[cfg(test)]
 mod por_tests;
 mod poseidon;
-mod replay;
 
 use crate::PorepError;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::ConstraintSystem;
 use bits::{num_to_bits_le, reverse_bit_numbering};
 use cuzk_field::Scalar;
-use cuzk_synth::Witness;
+use cuzk_synth::WitnessCs;
 use filecoin_hashers::sha256::Sha256Hasher;
-use filecoin_hashers::{HashFunction, Hasher};
-use replay::Replay;
+use filecoin_hashers::Hasher;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{Proof, PublicInputs, StackedCircuit};
 use typenum::{U11, U2};
@@ -56,9 +53,9 @@ type TreeProof<Tree> = MerkleProof<
 pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 
 /// Appends to `w` the witness of the partition `StackedCompound::circuit(pub_in, (), proofs,
-/// ..)` builds: exactly what `StackedCircuit::synthesize` into `cuzk_synth::WitnessCs`
-/// appends, inputs and aux, in order. For a whole circuit's witness `w` starts as
-/// `WitnessCs::with_one()`'s (input 0 the constant ONE), or as a reused one, cleared.
+/// ..)` builds: exactly what `StackedCircuit::synthesize` into `cs` appends, inputs and aux,
+/// in order. For a whole circuit's witness `cs` starts as `WitnessCs::with_one()` (input 0
+/// the constant ONE), or as `WitnessCs::reusing` an earlier witness's memory.
 ///
 /// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), the columns are
 /// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. Runs on the calling thread; a
@@ -66,7 +63,7 @@ pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     pub_in: &PorepPublicInputs<Tree>,
     proofs: &[PorepProof<Tree>],
-    w: &mut Witness,
+    cs: &mut WitnessCs,
 ) -> Result<(), PorepError> {
     let first = proofs.first().ok_or(PorepError::NoProofs)?;
     let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
@@ -77,32 +74,28 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         return Err(PorepError::Inconsistent("comm_c"));
     }
     let tau = pub_in.tau.as_ref().ok_or(PorepError::NoTau)?;
-    let mut cs = Replay { w };
-    let cs = &mut cs;
 
     // `StackedCircuit::synthesize`, before the challenges.
     let replica_id: Scalar = pub_in.replica_id.into();
     let replica_id_num = AllocatedNum::alloc(&mut *cs, || Ok(replica_id))?;
     replica_id_num.inputize(&mut *cs)?;
-    let replica_id_bits = reverse_bit_numbering(num_to_bits_le(replica_id, &mut cs.w.aux));
+    let replica_id_bits =
+        reverse_bit_numbering(num_to_bits_le(replica_id, &mut cs.witness_mut().aux));
     let comm_d_num = AllocatedNum::alloc(&mut *cs, || Ok(tau.comm_d.into()))?;
     comm_d_num.inputize(&mut *cs)?;
     let comm_r_num = AllocatedNum::alloc(&mut *cs, || Ok(tau.comm_r.into()))?;
     comm_r_num.inputize(&mut *cs)?;
-    let comm_r_last_num = AllocatedNum::alloc(&mut *cs, || Ok(comm_r_last.into()))?;
-    let comm_c_num = AllocatedNum::alloc(&mut *cs, || Ok(comm_c.into()))?;
-    <Tree::Hasher as Hasher>::Function::hash2_circuit(
-        cs.namespace(|| "H_comm_c_comm_r_last"),
-        &comm_c_num,
-        &comm_r_last_num,
-    )?;
+    let (comm_r_last, comm_c): (Scalar, Scalar) = (comm_r_last.into(), comm_c.into());
+    let aux = &mut cs.witness_mut().aux;
+    aux.extend([comm_r_last, comm_c]);
+    comm_r_hash::<Tree>(comm_c, comm_r_last, aux);
 
     // The circuit's per-challenge proof (storage-proofs-porep's `circuit::params::Proof`) is a
     // public type its crate does not export by name; it carries the data leaf and the
     // challenge as the circuit takes them and allocates the parents' columns (the vanilla
     // proofs keep those crate-private). `StackedCircuit::synthesize`'s parameter types it.
     let circuit_proofs = typed_like(
-        |cs: &mut Replay<'_>, p| {
+        |cs: &mut WitnessCs, p| {
             StackedCircuit::<Tree, Sha256Hasher>::synthesize(cs, None, None, None, None, None, p)
         },
         proofs.iter().cloned().map(Into::into).collect(),
@@ -111,8 +104,12 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     // `Proof::synthesize`, one challenge after another.
     for (proof, vanilla) in circuit_proofs.into_iter().zip(proofs) {
         let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
-        cs.w.aux.push(data_leaf);
-        comm_d::comm_d_inclusion(data_leaf, &vanilla.comm_d_proofs.as_options(), cs.w)?;
+        cs.witness_mut().aux.push(data_leaf);
+        comm_d::comm_d_inclusion(
+            data_leaf,
+            &vanilla.comm_d_proofs.as_options(),
+            cs.witness_mut(),
+        )?;
 
         // The parents' columns: allocated (by the circuit's own `ColumnProof::alloc`: a
         // column's rows are the aux values it appended), hashed and opened in comm_c.
@@ -120,22 +117,22 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         let mut layers = None;
         let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
         for (i, parent) in proof.drg_parents_proofs.into_iter().enumerate() {
-            let start = cs.w.aux.len();
+            let start = cs.witness_mut().aux.len();
             let _ = parent.alloc(&mut *cs)?;
             let rows = column_rows(cs, start, &mut layers)?;
-            let hash = column_hash(&rows, &mut cs.w.aux)?;
+            let hash = column_hash(&rows, &mut cs.witness_mut().aux)?;
             let path = column_path::<Tree>(&columns["drg_parents"][i])?;
-            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.w)?;
+            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.witness_mut())?;
             drg.push(rows);
         }
         let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
         for (i, parent) in proof.exp_parents_proofs.into_iter().enumerate() {
-            let start = cs.w.aux.len();
+            let start = cs.witness_mut().aux.len();
             let _ = parent.alloc(&mut *cs)?;
             let rows = column_rows(cs, start, &mut layers)?;
-            let hash = column_hash(&rows, &mut cs.w.aux)?;
+            let hash = column_hash(&rows, &mut cs.witness_mut().aux)?;
             let path = column_path::<Tree>(&columns["exp_parents"][i])?;
-            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.w)?;
+            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.witness_mut())?;
             exp.push(rows);
         }
         let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
@@ -146,29 +143,29 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         let labels = labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, cs)?;
         let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
         let encoded = key + data_leaf;
-        cs.w.aux.push(encoded);
+        cs.witness_mut().aux.push(encoded);
         let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
-        por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, cs.w)?;
-        let column_hash = column_hash(&labels, &mut cs.w.aux)?;
+        por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, cs.witness_mut())?;
+        let column_hash = column_hash(&labels, &mut cs.witness_mut().aux)?;
         let path = column_path::<Tree>(&columns["c_x"])?;
-        por::inclusion::<TreeProof<Tree>>(column_hash, &path, cs.w)?;
+        por::inclusion::<TreeProof<Tree>>(column_hash, &path, cs.witness_mut())?;
     }
     Ok(())
 }
 
 /// `v`, typed as the parameter `f` takes: `f` is never called.
-fn typed_like<P, R>(_f: impl FnOnce(&mut Replay<'_>, Vec<P>) -> R, v: Vec<P>) -> Vec<P> {
+fn typed_like<P, R>(_f: impl FnOnce(&mut WitnessCs, Vec<P>) -> R, v: Vec<P>) -> Vec<P> {
     v
 }
 
 /// The rows of the column allocated from aux index `start` on; the first column fixes the
 /// layers, which every other must have (the circuit asserts it).
 fn column_rows(
-    cs: &Replay<'_>,
+    cs: &WitnessCs,
     start: usize,
     layers: &mut Option<usize>,
 ) -> Result<Vec<Scalar>, PorepError> {
-    let rows = cs.w.aux[start..].to_vec();
+    let rows = cs.aux_slice()[start..].to_vec();
     let first = *layers.get_or_insert(rows.len());
     if rows.len() != first {
         return Err(PorepError::Columns {
@@ -189,6 +186,17 @@ fn column_path<Tree: MerkleTreeTrait>(
 ) -> Result<Vec<comm_d::Level>, PorepError> {
     let proof: TreeProof<Tree> = serde_json::from_value(column_proof["inclusion_proof"].clone())?;
     Ok(proof.as_options())
+}
+
+/// What `<Tree::Hasher as Hasher>::Function::hash2_circuit(comm_c, comm_r_last)` allocates
+/// (Filecoin's trees hash with Poseidon: arity 2, filecoin-hashers' constants), appended to
+/// `aux`; returns comm_r.
+pub(crate) fn comm_r_hash<Tree: MerkleTreeTrait>(
+    comm_c: Scalar,
+    comm_r_last: Scalar,
+    aux: &mut Vec<Scalar>,
+) -> Scalar {
+    poseidon::poseidon::<U2>(&[comm_c, comm_r_last], aux)
 }
 
 /// storage-proofs-porep's `hash_single_column` (crate-private there): Poseidon of arity 2 or
