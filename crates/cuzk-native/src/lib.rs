@@ -13,6 +13,8 @@
 //!
 //! [`porep_partition_witness`] makes a whole PoRep partition's witness (storage-proofs-porep's
 //! `StackedCircuit`) with those and a native Poseidon: all but a few values computed natively.
+//! [`post_partition_witness`] makes a whole PoSt partition's (storage-proofs-post's
+//! `FallbackPoStCircuit`, WinningPoSt's and WindowPoSt's), all of it natively.
 //!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.
@@ -22,6 +24,7 @@ mod bit;
 mod error;
 mod label;
 mod porep;
+mod post;
 mod sha256;
 mod word;
 #[cfg(test)]
@@ -31,4 +34,5 @@ pub use bit::Bit;
 pub use error::{NativeError, PorepError};
 pub use label::{create_label, LABEL_PARENTS};
 pub use porep::{porep_partition_witness, PorepProof, PorepPublicInputs};
+pub use post::{post_partition_witness, PostError, PostProof, PostPublicInputs};
 pub use sha256::{sha256, sha256_block_no_padding, Digest};
