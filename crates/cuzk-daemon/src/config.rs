@@ -219,6 +219,8 @@ pub struct FilecoinSection {
     pub verify_digests: bool,
     /// Write generated parameters to their `.params` file (when the disk has room).
     pub write_generated: bool,
+    /// Make PoRep witnesses with the native generator rather than the circuit's gadgets.
+    pub native_witness: bool,
 }
 
 impl Default for FilecoinSection {
@@ -228,6 +230,7 @@ impl Default for FilecoinSection {
             generate_up_to: "0".into(),
             verify_digests: true,
             write_generated: true,
+            native_witness: true,
         }
     }
 }
@@ -243,6 +246,8 @@ pub struct FilecoinSettings {
     pub verify_digests: bool,
     /// Whether generated parameters are written to their `.params` file.
     pub write_generated: bool,
+    /// Whether PoRep witnesses are made natively.
+    pub native_witness: bool,
 }
 
 /// filecoin-proofs' default parameter folder.
@@ -262,6 +267,7 @@ impl FilecoinSection {
             generate_up_to: size("filecoin.generate_up_to", &self.generate_up_to)?,
             verify_digests: self.verify_digests,
             write_generated: self.write_generated,
+            native_witness: self.native_witness,
         })
     }
 }

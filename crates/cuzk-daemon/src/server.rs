@@ -248,6 +248,7 @@ fn registry(settings: &Settings, backend: &dyn AnyBackend) -> (Registry, ParamWr
                 DigestCheck::Skip
             },
             write_generated: f.write_generated,
+            native_witness: f.native_witness,
             ..CachePolicy::default()
         };
         tracing::info!(
@@ -256,6 +257,7 @@ fn registry(settings: &Settings, backend: &dyn AnyBackend) -> (Registry, ParamWr
             %generator,
             verify_digests = f.verify_digests,
             write_generated = f.write_generated,
+            native_witness = f.native_witness,
             "Filecoin proof kinds served"
         );
         let cache = Arc::new(ParamCache::with_policy(&f.param_dir, policy));

@@ -172,13 +172,18 @@ pub struct CachePolicy {
     /// and `.meta` are still written (verifiers read them), and the next process generates
     /// again.
     pub write_generated: bool,
+    /// Whether the witnesses of circuits that have a native generator (PoRep's, from
+    /// cuzk-native) are made with it rather than by synthesizing the circuit. Both give the
+    /// same witness; a native witness that fails, or comes out of another shape than the
+    /// circuit's, falls back to synthesis with a warning.
+    pub native_witness: bool,
 }
 
 /// Free disk a generated parameter file leaves on its filesystem, at least.
 pub const DISK_MARGIN: u64 = 2 << 30;
 
 impl Default for CachePolicy {
-    /// Production: never generate, always check digests, keep PCEs on disk.
+    /// Production: never generate, always check digests, keep PCEs on disk, native witnesses.
     fn default() -> Self {
         CachePolicy {
             generate_up_to: 0,
@@ -186,6 +191,7 @@ impl Default for CachePolicy {
             digests: DigestCheck::Verify,
             pce_on_disk: true,
             write_generated: true,
+            native_witness: true,
         }
     }
 }

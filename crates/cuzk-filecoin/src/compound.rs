@@ -119,6 +119,18 @@ pub(crate) type SplitFn<S, C> = fn(
     usize,
 ) -> Option<Runs<C>>;
 
+/// How a partition's witness is made natively, if its circuit has a native generator: from
+/// the circuits' public inputs and parameters, the partition index and its vanilla proof
+/// (what `CompoundProof::circuit` builds the circuit from), into the system given (a whole
+/// circuit's, input 0 ONE); the error says why it could not.
+pub(crate) type NativeFn<S> = fn(
+    &<S as ProofScheme<'static>>::PublicInputs,
+    &<S as ProofScheme<'static>>::PublicParams,
+    usize,
+    &<S as ProofScheme<'static>>::Proof,
+    &mut WitnessCs,
+) -> std::result::Result<(), String>;
+
 /// How a circuit's PCE is recorded when the cache has no file of it, from the scheme's
 /// public parameters (PoRep: its challenges in parallel runs).
 pub(crate) type RecordFn<S> = fn(
@@ -142,6 +154,8 @@ pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
     pub pub_params: S::PublicParams,
     /// Splits a partition's synthesis into runs of challenges (PoRep); `None` never splits.
     pub split: Option<SplitFn<S, C>>,
+    /// Makes a partition's witness natively (PoRep); `None`, or a failure, synthesizes it.
+    pub native: Option<NativeFn<S>>,
     /// Records the circuit's PCE (PoRep: in runs); `None` records the blank circuit whole.
     pub record: Option<RecordFn<S>>,
     pub _marker: PhantomData<fn() -> (C, CP)>,
@@ -184,6 +198,35 @@ where
     }
 
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness> {
+        let spare = match self.native {
+            Some(native) => match native_witness::<S>(native, self, k, pce, spare) {
+                Ok(w) => {
+                    tracing::debug!(partition = k, "witness made natively");
+                    return Ok(w);
+                }
+                Err((reason, spare)) => {
+                    tracing::warn!(partition = k, %reason, "native witness failed; synthesizing the circuit");
+                    spare
+                }
+            },
+            None => spare,
+        };
+        self.synthesized(pce, k, spare)
+    }
+}
+
+impl<S, C, CP> CompoundJob<S, C, CP>
+where
+    S: ProofScheme<'static> + 'static,
+    S::Proof: Sync + Send,
+    S::PublicParams: ParameterSetMetadata + Sync + Send,
+    S::PublicInputs: Clone + Sync + Send,
+    C: bellpepper_core::Circuit<Fr> + CircuitComponent + Send + 'static,
+    CP: CompoundProof<'static, S, C> + 'static,
+{
+    /// Partition `k`'s witness by synthesizing its circuit (in runs of challenges where the
+    /// job splits), in `spare`'s memory.
+    fn synthesized(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness> {
         let circuit = || self.id.cache_id.clone();
         let vanilla = &self.vanilla[k];
         let runs = self.split.and_then(|split| {
@@ -246,6 +289,74 @@ pub(crate) fn expected_inputs(job: &dyn Job) -> Result<Vec<Vec<Fr>>> {
         .collect()
 }
 
+/// Every partition's witness of `job` on `pce`, made in parallel, each checked against the
+/// verifier's public inputs `expected`.
+pub(crate) fn checked_witnesses(
+    job: &dyn Job,
+    pce: &Pce,
+    expected: &[Vec<Fr>],
+) -> Result<Vec<Witness>> {
+    checked(job, expected, |k| job.witness(pce, k, Witness::default()))
+}
+
+/// Every partition's witness of `job`, made by `make` in parallel, each checked against the
+/// verifier's public inputs `expected`.
+fn checked(
+    job: &dyn Job,
+    expected: &[Vec<Fr>],
+    make: impl Fn(usize) -> Result<Witness> + Sync + Send,
+) -> Result<Vec<Witness>> {
+    (0..job.partitions())
+        .into_par_iter()
+        .map(|k| {
+            let w = make(k)?;
+            check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
+                circuit: job.id().cache_id.clone(),
+                partition: k,
+                index,
+            })?;
+            Ok(w)
+        })
+        .collect()
+}
+
+/// Every partition's witness of `job` made one way only, for comparing the two: natively
+/// (an error where that fails or the circuit has none, never synthesis instead) or by
+/// synthesizing the circuit; each checked against the verifier's public inputs.
+pub(crate) fn witnesses_one_way<S, C, CP>(
+    prover: &Prover<'_>,
+    job: &CompoundJob<S, C, CP>,
+    native: bool,
+) -> Result<Vec<Witness>>
+where
+    S: ProofScheme<'static> + 'static,
+    S::Proof: Sync + Send,
+    S::PublicParams: ParameterSetMetadata + Sync + Send,
+    S::PublicInputs: Clone + Sync + Send,
+    C: bellpepper_core::Circuit<Fr> + CircuitComponent + Send + 'static,
+    CP: CompoundProof<'static, S, C> + 'static,
+{
+    let keys = job.load(prover.cache())?;
+    let expected = expected_inputs(job)?;
+    let failed = |k: usize, reason: String| Error::NativeWitness {
+        circuit: job.id.cache_id.clone(),
+        partition: k,
+        reason,
+    };
+    if !native {
+        return checked(job, &expected, |k| {
+            job.synthesized(&keys.pce, k, Witness::default())
+        });
+    }
+    let Some(f) = job.native else {
+        return Err(failed(0, "the circuit has no native generator".into()));
+    };
+    checked(job, &expected, |k| {
+        native_witness::<S>(f, job, k, &keys.pce, Witness::default())
+            .map_err(|(reason, _)| failed(k, reason))
+    })
+}
+
 /// Proves every partition of `job` on the prover's backend: witnesses synthesized in parallel
 /// on the circuit's PCE and checked against the verifier's public inputs, proofs verified.
 pub(crate) fn prove_job(prover: &Prover<'_>, job: &dyn Job) -> Result<Proved> {
@@ -263,18 +374,7 @@ pub(crate) fn prove_job(prover: &Prover<'_>, job: &dyn Job) -> Result<Proved> {
     let expected = expected_inputs(job)?;
 
     let synth_start = Instant::now();
-    let witnesses: Vec<Witness> = (0..job.partitions())
-        .into_par_iter()
-        .map(|k| {
-            let w = job.witness(&keys.pce, k, Witness::default())?;
-            check_inputs(&w, &expected[k]).map_err(|index| Error::PublicInputsMismatch {
-                circuit: circuit(),
-                partition: k,
-                index,
-            })?;
-            Ok(w)
-        })
-        .collect::<Result<_>>()?;
+    let witnesses = checked_witnesses(job, &keys.pce, &expected)?;
     let synthesis = synth_start.elapsed();
     tracing::info!(ms = synthesis.as_millis() as u64, "witnesses synthesized");
 
@@ -367,6 +467,34 @@ impl Vanilla<'_> {
                 Ok(out)
             }
         }
+    }
+}
+
+/// Partition `k`'s witness of `job` from `native`, in `spare`'s memory, checked to have the
+/// circuit's shape (`pce`'s inputs and aux); on failure `spare` comes back with the reason.
+fn native_witness<S: ProofScheme<'static>>(
+    native: NativeFn<S>,
+    job: &CompoundJob<S, impl Sized, impl Sized>,
+    k: usize,
+    pce: &Pce,
+    spare: Witness,
+) -> std::result::Result<Witness, (String, Witness)> {
+    let mut cs = WitnessCs::reusing(spare, pce.num_inputs, pce.num_aux);
+    let made = native(&job.pub_in, &job.pub_params, k, &job.vanilla[k], &mut cs);
+    let w = cs.into_witness();
+    match made {
+        Err(reason) => Err((reason, w)),
+        Ok(()) if (w.inputs.len(), w.aux.len()) != (pce.num_inputs, pce.num_aux) => Err((
+            format!(
+                "{} inputs and {} aux values, where the circuit has {} and {}",
+                w.inputs.len(),
+                w.aux.len(),
+                pce.num_inputs,
+                pce.num_aux
+            ),
+            w,
+        )),
+        Ok(()) => Ok(w),
     }
 }
 

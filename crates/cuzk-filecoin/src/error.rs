@@ -210,6 +210,18 @@ pub enum Error {
         source: cuzk_synth::SynthError,
     },
 
+    /// A partition's native witness could not be made (where one was asked for alone: the
+    /// proving path falls back to synthesis instead).
+    #[error("{circuit}: native witness of partition {partition} failed: {reason}")]
+    NativeWitness {
+        /// The circuit (cache id).
+        circuit: String,
+        /// Partition index.
+        partition: usize,
+        /// Why (or that the circuit has no native generator).
+        reason: String,
+    },
+
     /// A partition's witness does not carry the public inputs the verifier will use: the
     /// vanilla proofs do not belong to these public values (randomness, commitments, ids).
     #[error("{circuit}: partition {partition} has public inputs that differ from the verifier's at input {index}")]

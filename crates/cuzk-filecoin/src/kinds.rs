@@ -155,7 +155,8 @@ impl FilecoinKind {
                     u64::from(c1.registered_proof.sector_size()),
                     &c1.registered_proof,
                 )?;
-                porep_job_api(c1, prover_id, int("sector_number")).map_err(invalid)
+                let native = self.cache.policy().native_witness;
+                porep_job_api(c1, prover_id, int("sector_number"), native).map_err(invalid)
             }
             Which::Winning | Which::WindowPartition => {
                 let registered = ids::registered_post_proof(registered).map_err(invalid)?;
@@ -165,7 +166,9 @@ impl FilecoinKind {
                     Which::Winning => Mode::Winning,
                     _ => Mode::WindowPartition(int("partition_index") as usize),
                 };
-                post_job_bytes(registered, mode, &randomness, prover_id, vanilla).map_err(invalid)
+                let native = self.cache.policy().native_witness;
+                post_job_bytes(registered, mode, &randomness, prover_id, vanilla, native)
+                    .map_err(invalid)
             }
             Which::SnapDeals => {
                 let registered = ids::registered_update_proof(registered).map_err(invalid)?;

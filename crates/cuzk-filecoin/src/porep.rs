@@ -198,8 +198,27 @@ impl Prover<'_> {
         );
         let _enter = span.enter();
         // NI-PoRep's job aggregates its partition proofs (`NiPoRepJob::finish`).
-        let job = porep_job_boxed::<Tree>(config, c1, prover_id, sector_id)?;
+        let native = self.cache().policy().native_witness;
+        let job = porep_job_boxed::<Tree>(config, c1, prover_id, sector_id, native)?;
         prove_job(self, &*job)
+    }
+}
+
+impl Prover<'_> {
+    /// The partition witnesses a PoRep C2 of `c1` is proved from (as
+    /// [`Prover::seal_commit_phase2_v1`] makes them, on the cache's PCE), made natively when
+    /// `native` (an error where that fails: never synthesis instead), else by synthesizing
+    /// the circuit; each checked against the verifier's public inputs. For comparing the two.
+    pub fn porep_witnesses_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoRepConfig,
+        c1: SealCommitPhase1Output<Tree>,
+        prover_id: ProverId,
+        sector_id: u64,
+        native: bool,
+    ) -> Result<Vec<cuzk_synth::Witness>> {
+        let job = porep_job::<Tree>(config, c1, prover_id, sector_id, native)?;
+        crate::compound::witnesses_one_way(self, &job, native)
     }
 }
 
@@ -210,10 +229,11 @@ fn porep_job_boxed<Tree: 'static + MerkleTreeTrait>(
     c1: SealCommitPhase1Output<Tree>,
     prover_id: ProverId,
     sector_id: u64,
+    native: bool,
 ) -> Result<Box<dyn Job>> {
     if !config.feature_enabled(ApiFeature::NonInteractivePoRep) {
         return Ok(Box::new(porep_job::<Tree>(
-            config, c1, prover_id, sector_id,
+            config, c1, prover_id, sector_id, native,
         )?));
     }
     if config.api_version < ApiFeature::NonInteractivePoRep.first_supported_version() {
@@ -228,7 +248,7 @@ fn porep_job_boxed<Tree: 'static + MerkleTreeTrait>(
     }
     let comm_r = c1.comm_r;
     Ok(Box::new(NiPoRepJob {
-        inner: porep_job::<Tree>(config, c1, prover_id, sector_id)?,
+        inner: porep_job::<Tree>(config, c1, prover_id, sector_id, native)?,
         comm_r,
     }))
 }
@@ -289,12 +309,14 @@ impl<Tree: 'static + MerkleTreeTrait> Job for NiPoRepJob<Tree> {
 }
 
 /// The PoRep circuit's partitions of a C1 output, checked against the request (partition and
-/// challenge counts, commitments, the replica id the verifier derives).
+/// challenge counts, commitments, the replica id the verifier derives); `native` makes their
+/// witnesses with cuzk-native's generator rather than by synthesizing the circuit.
 pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
     c1: SealCommitPhase1Output<Tree>,
     prover_id: ProverId,
     sector_id: u64,
+    native: bool,
 ) -> Result<PoRepJob<Tree>> {
     let SealCommitPhase1Output {
         vanilla_proofs,
@@ -376,6 +398,7 @@ pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: Some(porep_runs::<Tree>),
+        native: native.then_some(porep_native::<Tree>),
         record: Some(record_porep::<Tree>),
         _marker: PhantomData,
     })
@@ -495,6 +518,23 @@ fn porep_runs<Tree: 'static + MerkleTreeTrait>(
         .collect()
 }
 
+/// A partition's witness made natively (`cuzk_native::porep_partition_witness`: the SHA-256,
+/// bit decomposition and Poseidon parts computed directly, about 80 times faster than the
+/// circuit's gadgets at 32GiB), into `cs`.
+#[allow(clippy::ptr_arg)] // a `NativeFn`: the scheme's proof type is the `Vec` itself
+fn porep_native<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &stacked::PublicInputs<
+        <Tree::Hasher as Hasher>::Domain,
+        <DefaultPieceHasher as Hasher>::Domain,
+    >,
+    _: &stacked::PublicParams<Tree>,
+    _: usize,
+    vanilla: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+    cs: &mut cuzk_synth::WitnessCs,
+) -> std::result::Result<(), String> {
+    cuzk_native::porep_partition_witness::<Tree>(pub_in, vanilla, cs).map_err(|e| e.to_string())
+}
+
 /// The PoRep job of a decoded C1 output (any sector shape), for the scheduler's kind: for
 /// NI-PoRep, a job whose partition proofs the scheduler hands back for aggregation
 /// ([`Job::finish`]).
@@ -502,25 +542,38 @@ pub(crate) fn porep_job_api(
     c1: ApiC1,
     prover_id: ProverId,
     sector_id: u64,
+    native: bool,
 ) -> Result<Box<dyn Job>> {
     check_c1_size(&c1)?;
     let config = c1.registered_proof.as_v1_config();
     match c1.vanilla_proofs {
         VanillaSealProof::StackedDrg2KiBV1(p) => {
-            porep_job_boxed::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape2KiB>(&config, c1_v1!(c1, p), prover_id, sector_id, native)
         }
         VanillaSealProof::StackedDrg8MiBV1(p) => {
-            porep_job_boxed::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
+            porep_job_boxed::<SectorShape8MiB>(&config, c1_v1!(c1, p), prover_id, sector_id, native)
         }
-        VanillaSealProof::StackedDrg512MiBV1(p) => {
-            porep_job_boxed::<SectorShape512MiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
-        }
-        VanillaSealProof::StackedDrg32GiBV1(p) => {
-            porep_job_boxed::<SectorShape32GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
-        }
-        VanillaSealProof::StackedDrg64GiBV1(p) => {
-            porep_job_boxed::<SectorShape64GiB>(&config, c1_v1!(c1, p), prover_id, sector_id)
-        }
+        VanillaSealProof::StackedDrg512MiBV1(p) => porep_job_boxed::<SectorShape512MiB>(
+            &config,
+            c1_v1!(c1, p),
+            prover_id,
+            sector_id,
+            native,
+        ),
+        VanillaSealProof::StackedDrg32GiBV1(p) => porep_job_boxed::<SectorShape32GiB>(
+            &config,
+            c1_v1!(c1, p),
+            prover_id,
+            sector_id,
+            native,
+        ),
+        VanillaSealProof::StackedDrg64GiBV1(p) => porep_job_boxed::<SectorShape64GiB>(
+            &config,
+            c1_v1!(c1, p),
+            prover_id,
+            sector_id,
+            native,
+        ),
     }
 }
 

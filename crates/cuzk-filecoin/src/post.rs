@@ -104,6 +104,7 @@ impl Prover<'_> {
             randomness,
             prover_id,
             Vanilla::Each(vanilla_proofs),
+            self.cache().policy().native_witness,
         )?;
         prove_job(self, &*job)
     }
@@ -162,8 +163,31 @@ impl Prover<'_> {
         prover_id: ProverId,
         vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
     ) -> Result<Proved> {
-        let job = post_job(config, mode, randomness, prover_id, vanilla_proofs)?;
+        let native = self.cache().policy().native_witness;
+        let job = post_job(config, mode, randomness, prover_id, vanilla_proofs, native)?;
         prove_job(self, &job)
+    }
+
+    /// The partition witnesses a PoSt of `vanilla_proofs` is proved from (WinningPoSt's, or
+    /// WindowPoSt partition `partition_index`'s, as `config` says), on the cache's PCE: made
+    /// natively when `native` (an error where that fails: never synthesis instead), else by
+    /// synthesizing the circuit; each checked against the verifier's public inputs. For
+    /// comparing the two.
+    pub fn post_witnesses_v1<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        config: &PoStConfig,
+        randomness: &ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+        partition_index: usize,
+        native: bool,
+    ) -> Result<Vec<cuzk_synth::Witness>> {
+        let mode = match config.typ {
+            PoStType::Winning => Mode::Winning,
+            PoStType::Window => Mode::WindowPartition(partition_index),
+        };
+        let job = post_job(config, mode, randomness, prover_id, vanilla_proofs, native)?;
+        crate::compound::witnesses_one_way(self, &job, native)
     }
 }
 
@@ -179,6 +203,7 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
     randomness: &ChallengeSeed,
     prover_id: ProverId,
     vanilla_proofs: Vec<FallbackPoStSectorProof<Tree>>,
+    native: bool,
 ) -> Result<PostJob<Tree>> {
     let (kind, typ) = match mode {
         Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
@@ -311,9 +336,23 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         pub_params: pub_params.vanilla_params,
         // The circuit parallelizes its sectors itself (it extends its constraint system).
         split: None,
+        native: native.then_some(post_native::<Tree>),
         record: None,
         _marker: PhantomData,
     })
+}
+
+/// A PoSt partition's witness made natively (`cuzk_native::post_partition_witness`: every
+/// value computed directly), into `cs`.
+fn post_native<Tree: 'static + MerkleTreeTrait>(
+    pub_in: &fallback::PublicInputs<Domain<Tree>>,
+    pub_params: &fallback::PublicParams,
+    k: usize,
+    proof: &fallback::Proof<Tree::Proof>,
+    cs: &mut cuzk_synth::WitnessCs,
+) -> std::result::Result<(), String> {
+    cuzk_native::post_partition_witness::<Tree>(pub_in, pub_params, k, proof, cs)
+        .map_err(|e| e.to_string())
 }
 
 /// The id of the PoSt circuit of `config` with public parameters `vp`.
@@ -366,6 +405,7 @@ pub(crate) fn post_job_bytes(
     randomness: &ChallengeSeed,
     prover_id: ProverId,
     vanilla_proofs: Vanilla<'_>,
+    native: bool,
 ) -> Result<Box<dyn Job>> {
     let (kind, typ) = match mode {
         Mode::Winning => (ProofKind::WinningPost, PoStType::Winning),
@@ -384,10 +424,11 @@ pub(crate) fn post_job_bytes(
         prover_id: ProverId,
         vanilla_proofs: Vanilla<'_>,
         kind: ProofKind,
+        native: bool,
     ) -> Result<Box<dyn Job>> {
         let proofs = vanilla_proofs.decode::<FallbackPoStSectorProof<Tree>>(kind)?;
         Ok(Box::new(post_job(
-            config, mode, randomness, prover_id, proofs,
+            config, mode, randomness, prover_id, proofs, native,
         )?))
     }
     let config = registered.as_v1_config();
@@ -399,6 +440,7 @@ pub(crate) fn post_job_bytes(
         randomness,
         prover_id,
         vanilla_proofs,
-        kind
+        kind,
+        native
     )
 }

@@ -129,6 +129,7 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: None,
+        native: None,
         record: None,
         _marker: PhantomData,
     })

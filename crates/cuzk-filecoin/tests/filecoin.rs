@@ -59,6 +59,93 @@ fn filecoin_porep_c2_2kib_verify_seal() -> Result<()> {
     Ok(())
 }
 
+/// The native PoRep witness (cuzk-native, the default) is the synthesized one, value for
+/// value, for every partition of a really sealed sector.
+#[test]
+fn filecoin_porep_native_witnesses_of_a_sealed_2kib_sector_are_the_synthesized_ones() -> Result<()>
+{
+    let config = porep_config();
+    let sealed = seal(&config, PROVER_ID, 43, 5)?;
+    let c1 = || commit_phase1(&config, &sealed, PROVER_ID, [9u8; 32]);
+    let _heavy = heavy();
+    let prover = Prover::cpu(cache());
+    let native = prover.porep_witnesses_v1(&config, c1()?, PROVER_ID, 43, true)?;
+    let synthesized = prover.porep_witnesses_v1(&config, c1()?, PROVER_ID, 43, false)?;
+    assert_eq!(native.len(), usize::from(config.partitions));
+    assert_same_witnesses("PoRep", &native, &synthesized);
+    Ok(())
+}
+
+/// Both ways' witnesses agree, value for value.
+fn assert_same_witnesses(
+    what: &str,
+    native: &[cuzk_synth::Witness],
+    synthesized: &[cuzk_synth::Witness],
+) {
+    assert_eq!(native.len(), synthesized.len(), "{what}: partitions");
+    for (k, (n, s)) in native.iter().zip(synthesized).enumerate() {
+        assert_eq!(n.inputs, s.inputs, "{what}: partition {k}'s inputs");
+        assert_eq!(
+            n.aux.len(),
+            s.aux.len(),
+            "{what}: partition {k}'s aux count"
+        );
+        let first = n.aux.iter().zip(&s.aux).position(|(a, b)| a != b);
+        assert_eq!(
+            first, None,
+            "{what}: partition {k}'s aux values differ from this index on"
+        );
+    }
+}
+
+/// The native PoSt witnesses (cuzk-native, the default) are the synthesized ones, value for
+/// value: WinningPoSt, and both WindowPoSt partitions of three sealed sectors (the second
+/// partition one sector short: the circuit repeats its last sector).
+#[test]
+fn filecoin_post_native_witnesses_of_sealed_2kib_sectors_are_the_synthesized_ones() -> Result<()> {
+    let prover = Prover::cpu(cache());
+    let decode =
+        |bytes: &[Vec<u8>]| -> Result<Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>>> {
+            bytes.iter().map(|b| Ok(bincode::deserialize(b)?)).collect()
+        };
+    let (_, vanilla) = winning_vanilla(PROVER_ID, 71, 13, &RANDOMNESS)?;
+    let vanilla = [vanilla];
+    let config = RegisteredPoStProof::StackedDrgWinning2KiBV1.as_v1_config();
+    let both = |native| -> Result<Vec<cuzk_synth::Witness>> {
+        Ok(prover.post_witnesses_v1(
+            &config,
+            &RANDOMNESS,
+            PROVER_ID,
+            decode(&vanilla)?,
+            0,
+            native,
+        )?)
+    };
+    assert_same_witnesses("WinningPoSt", &both(true)?, &both(false)?);
+
+    let (_, vanilla) = window_vanilla(PROVER_ID, 72, 3, 30, &RANDOMNESS)?;
+    let config = RegisteredPoStProof::StackedDrgWindow2KiBV1_2.as_v1_config();
+    assert_eq!(vanilla.chunks(config.sector_count).count(), 2);
+    for (p, chunk) in vanilla.chunks(config.sector_count).enumerate() {
+        let both = |native| -> Result<Vec<cuzk_synth::Witness>> {
+            Ok(prover.post_witnesses_v1(
+                &config,
+                &RANDOMNESS,
+                PROVER_ID,
+                decode(chunk)?,
+                p,
+                native,
+            )?)
+        };
+        assert_same_witnesses(
+            &format!("WindowPoSt partition {p}"),
+            &both(true)?,
+            &both(false)?,
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn filecoin_porep_c2_2kib_api_json_in_curio_envelope() -> Result<()> {
     let (c1, json) = api_c1_json(PROVER_ID, 42)?;

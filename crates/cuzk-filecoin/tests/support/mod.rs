@@ -140,6 +140,7 @@ pub fn test_policy(generator: Generator) -> CachePolicy {
         digests: DigestCheck::Verify,
         pce_on_disk: true,
         write_generated: true,
+        native_witness: true,
     }
 }
 
