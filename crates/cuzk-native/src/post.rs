@@ -81,7 +81,7 @@ pub fn post_partition_witness<Tree: 'static + MerkleTreeTrait>(
         let comm_c: Scalar = sector.comm_c.into();
         w.aux.extend([comm_r_last, comm_c, comm_r]);
         w.inputs.push(comm_r);
-        comm_r_hash::<Tree>(comm_c, comm_r_last, &mut w.aux);
+        comm_r_hash(comm_c, comm_r_last, &mut w.aux);
         for (j, p) in sector.inclusion_proofs.iter().enumerate() {
             let leaf: Scalar = p.leaf().into();
             w.aux.push(leaf);

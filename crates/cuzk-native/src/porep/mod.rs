@@ -88,7 +88,7 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     let (comm_r_last, comm_c): (Scalar, Scalar) = (comm_r_last.into(), comm_c.into());
     let aux = &mut cs.witness_mut().aux;
     aux.extend([comm_r_last, comm_c]);
-    comm_r_hash::<Tree>(comm_c, comm_r_last, aux);
+    comm_r_hash(comm_c, comm_r_last, aux);
 
     // The circuit's per-challenge proof (storage-proofs-porep's `circuit::params::Proof`) is a
     // public type its crate does not export by name; it carries the data leaf and the
@@ -188,10 +188,10 @@ fn column_path<Tree: MerkleTreeTrait>(
     Ok(proof.as_options())
 }
 
-/// What `<Tree::Hasher as Hasher>::Function::hash2_circuit(comm_c, comm_r_last)` allocates
+/// What the tree hasher's `hash2_circuit(comm_c, comm_r_last)` allocates
 /// (Filecoin's trees hash with Poseidon: arity 2, filecoin-hashers' constants), appended to
 /// `aux`; returns comm_r.
-pub(crate) fn comm_r_hash<Tree: MerkleTreeTrait>(
+pub(crate) fn comm_r_hash(
     comm_c: Scalar,
     comm_r_last: Scalar,
     aux: &mut Vec<Scalar>,
