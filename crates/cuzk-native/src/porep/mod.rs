@@ -191,11 +191,7 @@ fn column_path<Tree: MerkleTreeTrait>(
 /// What the tree hasher's `hash2_circuit(comm_c, comm_r_last)` allocates
 /// (Filecoin's trees hash with Poseidon: arity 2, filecoin-hashers' constants), appended to
 /// `aux`; returns comm_r.
-pub(crate) fn comm_r_hash(
-    comm_c: Scalar,
-    comm_r_last: Scalar,
-    aux: &mut Vec<Scalar>,
-) -> Scalar {
+pub(crate) fn comm_r_hash(comm_c: Scalar, comm_r_last: Scalar, aux: &mut Vec<Scalar>) -> Scalar {
     poseidon::poseidon::<U2>(&[comm_c, comm_r_last], aux)
 }
 
