@@ -136,6 +136,8 @@ pub fn run(args: &Args) -> Result<()> {
             pce_on_disk: true,
             // `--keep-params` reuses them in a later run.
             write_generated: true,
+            // The daemon's default: witnesses made natively where a circuit has a generator.
+            native_witness: true,
         },
     ));
     let mut registry = Registry::empty();
