@@ -172,8 +172,8 @@ pub struct CachePolicy {
     /// and `.meta` are still written (verifiers read them), and the next process generates
     /// again.
     pub write_generated: bool,
-    /// Whether the witnesses of circuits that have a native generator (PoRep's, from
-    /// cuzk-native) are made with it rather than by synthesizing the circuit. Both give the
+    /// Whether the witnesses of circuits that have a native generator (PoRep's, PoSt's and
+    /// SnapDeals', from cuzk-native) are made with it rather than by synthesizing the circuit. Both give the
     /// same witness; a native witness that fails, or comes out of another shape than the
     /// circuit's, falls back to synthesis with a warning.
     pub native_witness: bool,

@@ -154,7 +154,8 @@ pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
     pub pub_params: S::PublicParams,
     /// Splits a partition's synthesis into runs of challenges (PoRep); `None` never splits.
     pub split: Option<SplitFn<S, C>>,
-    /// Makes a partition's witness natively (PoRep); `None`, or a failure, synthesizes it.
+    /// Makes a partition's witness natively (PoRep, PoSt, SnapDeals); `None`, or a failure,
+    /// synthesizes it.
     pub native: Option<NativeFn<S>>,
     /// Records the circuit's PCE (PoRep: in runs); `None` records the blank circuit whole.
     pub record: Option<RecordFn<S>>,

@@ -183,8 +183,11 @@ impl FilecoinKind {
                 let comm_r_old = commitment("comm_r_old", true)?;
                 let comm_r_new = commitment("comm_r_new", true)?;
                 let comm_d_new = commitment("comm_d_new", false)?;
-                update_job_bytes(registered, vanilla, comm_r_old, comm_r_new, comm_d_new)
-                    .map_err(invalid)
+                let native = self.cache.policy().native_witness;
+                update_job_bytes(
+                    registered, vanilla, comm_r_old, comm_r_new, comm_d_new, native,
+                )
+                .map_err(invalid)
             }
         }
     }

@@ -41,6 +41,7 @@ impl Prover<'_> {
             comm_r_old,
             comm_r_new,
             comm_d_new,
+            self.cache().policy().native_witness,
         )?;
         prove_job(self, &*job)
     }
@@ -55,8 +56,40 @@ impl Prover<'_> {
         comm_r_new: Commitment,
         comm_d_new: Commitment,
     ) -> Result<Proved> {
-        let job = update_job(config, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new)?;
+        let native = self.cache().policy().native_witness;
+        let job = update_job(
+            config,
+            vanilla_proofs,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            native,
+        )?;
         prove_job(self, &job)
+    }
+
+    /// The partition witnesses a SnapDeals update of `vanilla_proofs` is proved from, on the
+    /// cache's PCE: made natively when `native` (an error where that fails: never synthesis
+    /// instead), else by synthesizing the circuit; each checked against the verifier's public
+    /// inputs. For comparing the two.
+    pub fn snap_deals_witnesses_v1<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        &self,
+        config: &PoRepConfig,
+        vanilla_proofs: Vec<PartitionProof<Tree>>,
+        comm_r_old: Commitment,
+        comm_r_new: Commitment,
+        comm_d_new: Commitment,
+        native: bool,
+    ) -> Result<Vec<cuzk_synth::Witness>> {
+        let job = update_job(
+            config,
+            vanilla_proofs,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            native,
+        )?;
+        crate::compound::witnesses_one_way(self, &job, native)
     }
 }
 
@@ -68,13 +101,14 @@ pub(crate) type UpdateJob<Tree> = CompoundJob<
 >;
 
 /// The partitions of a SnapDeals request, checked; `config` is the sector's PoRep
-/// configuration.
+/// configuration. `native`: the partitions' witnesses are made natively (cuzk-native).
 pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     config: &PoRepConfig,
     vanilla_proofs: Vec<PartitionProof<Tree>>,
     comm_r_old: Commitment,
     comm_r_new: Commitment,
     comm_d_new: Commitment,
+    native: bool,
 ) -> Result<UpdateJob<Tree>> {
     let kind = ProofKind::SnapDeals;
     let span = tracing::info_span!(
@@ -129,10 +163,23 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: None,
-        native: None,
+        native: native.then_some(update_native::<Tree>),
         record: None,
         _marker: PhantomData,
     })
+}
+
+/// A SnapDeals partition's witness made natively (`cuzk_native::snap_partition_witness`:
+/// every value computed directly), into `cs`.
+fn update_native<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pub_in: &PublicInputs,
+    pub_params: &storage_proofs_update::PublicParams,
+    k: usize,
+    proof: &PartitionProof<Tree>,
+    cs: &mut cuzk_synth::WitnessCs,
+) -> std::result::Result<(), String> {
+    cuzk_native::snap_partition_witness::<Tree>(pub_in, pub_params, k, proof, cs)
+        .map_err(|e| e.to_string())
 }
 
 /// Checks the partitions' vanilla proofs against the request's commitments before anything
@@ -206,6 +253,7 @@ pub(crate) fn update_job_bytes(
     comm_r_old: Commitment,
     comm_r_new: Commitment,
     comm_d_new: Commitment,
+    native: bool,
 ) -> Result<Box<dyn Job>> {
     fn boxed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         config: &PoRepConfig,
@@ -213,10 +261,11 @@ pub(crate) fn update_job_bytes(
         comm_r_old: Commitment,
         comm_r_new: Commitment,
         comm_d_new: Commitment,
+        native: bool,
     ) -> Result<Box<dyn Job>> {
         let proofs = vanilla_proofs.decode::<PartitionProof<Tree>>(ProofKind::SnapDeals)?;
         Ok(Box::new(update_job(
-            config, proofs, comm_r_old, comm_r_new, comm_d_new,
+            config, proofs, comm_r_old, comm_r_new, comm_d_new, native,
         )?))
     }
     let config = registered.as_v1_config();
@@ -227,7 +276,8 @@ pub(crate) fn update_job_bytes(
         vanilla_proofs,
         comm_r_old,
         comm_r_new,
-        comm_d_new
+        comm_d_new,
+        native
     )
 }
 

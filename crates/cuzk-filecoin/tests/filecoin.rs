@@ -146,6 +146,91 @@ fn filecoin_post_native_witnesses_of_sealed_2kib_sectors_are_the_synthesized_one
     Ok(())
 }
 
+/// The native SnapDeals witnesses (cuzk-native, the default) are the synthesized ones, value
+/// for value, for an update of a sealed sector.
+#[test]
+fn filecoin_snap_deals_native_witnesses_of_a_2kib_update_are_the_synthesized_ones() -> Result<()> {
+    let SnapUpdate {
+        cc,
+        comm_r_new,
+        comm_d_new,
+        vanilla,
+        _dir,
+    } = snap_update(73, 31, 98, "update-native-")?;
+    let config = RegisteredUpdateProof::StackedDrg2KiBV1.as_v1_config();
+    let prover = Prover::cpu(cache());
+    let both = |native| -> Result<Vec<cuzk_synth::Witness>> {
+        Ok(prover.snap_deals_witnesses_v1(
+            &config,
+            vanilla.clone(),
+            cc.comm_r,
+            comm_r_new,
+            comm_d_new,
+            native,
+        )?)
+    };
+    let native = both(true)?;
+    assert_eq!(native.len(), vanilla.len());
+    assert_same_witnesses("SnapDeals", &native, &both(false)?);
+    Ok(())
+}
+
+/// The native SnapDeals witnesses are the circuit's own, value for value, for every partition
+/// of an update of a sealed 8MiB sector (4 partitions: the partition bits and paths that a
+/// one-partition 2KiB update does not have). Compared without parameters: the circuit
+/// `EmptySectorUpdateCompound::circuit` builds, synthesized into a witness-only system.
+#[test]
+fn filecoin_snap_deals_native_witnesses_of_an_8mib_update_are_the_generic_ones() -> Result<()> {
+    use storage_proofs_update::{EmptySectorUpdateCompound, PublicInputs, SetupParams};
+    let update = RegisteredUpdateProof::StackedDrg8MiBV1;
+    let snap = {
+        let _heavy = heavy();
+        snap_update_of(update, 74, 32, 97, "update-8mib-")?
+    };
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&update.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
+    assert_eq!(partitions, 4);
+    assert_eq!(snap.vanilla.len(), partitions);
+    let pub_params = EmptySectorUpdateCompound::<Tree>::setup(
+        &storage_proofs_core::compound_proof::SetupParams {
+            vanilla_params: SetupParams {
+                sector_bytes: u64::from(config.sector_size),
+            },
+            partitions: Some(partitions),
+            priority: false,
+        },
+    )?
+    .vanilla_params;
+    let domain = |c: &[u8; 32]| {
+        <filecoin_hashers::poseidon::PoseidonDomain as filecoin_hashers::Domain>::try_from_bytes(c)
+    };
+    let pub_in = PublicInputs {
+        k: partitions,
+        comm_r_old: domain(&snap.cc.comm_r)?,
+        comm_d_new:
+            <filecoin_hashers::sha256::Sha256Domain as filecoin_hashers::Domain>::try_from_bytes(
+                &snap.comm_d_new,
+            )?,
+        comm_r_new: domain(&snap.comm_r_new)?,
+        h: config.h,
+    };
+    for (k, proof) in snap.vanilla.iter().enumerate() {
+        let mut native = cuzk_synth::WitnessCs::with_one();
+        cuzk_native::snap_partition_witness::<Tree>(&pub_in, &pub_params, k, proof, &mut native)?;
+        let native = native.into_witness();
+        let circuit =
+            EmptySectorUpdateCompound::<Tree>::circuit(&pub_in, (), proof, &pub_params, Some(k))?;
+        let mut generic = cuzk_synth::WitnessCs::with_one();
+        bellpepper_core::Circuit::synthesize(circuit, &mut generic)?;
+        assert_same_witnesses(
+            &format!("SnapDeals 8MiB partition {k}"),
+            &[native],
+            &[generic.into_witness()],
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn filecoin_porep_c2_2kib_api_json_in_curio_envelope() -> Result<()> {
     let (c1, json) = api_c1_json(PROVER_ID, 42)?;

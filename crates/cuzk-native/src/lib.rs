@@ -14,7 +14,9 @@
 //! [`porep_partition_witness`] makes a whole PoRep partition's witness (storage-proofs-porep's
 //! `StackedCircuit`) with those and a native Poseidon: all but a few values computed natively.
 //! [`post_partition_witness`] makes a whole PoSt partition's (storage-proofs-post's
-//! `FallbackPoStCircuit`, WinningPoSt's and WindowPoSt's), all of it natively.
+//! `FallbackPoStCircuit`, WinningPoSt's and WindowPoSt's), all of it natively, and
+//! [`snap_partition_witness`] a SnapDeals partition's (storage-proofs-update's
+//! `EmptySectorUpdateCircuit`), all of it natively too.
 //!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.
@@ -26,6 +28,7 @@ mod label;
 mod porep;
 mod post;
 mod sha256;
+mod snap;
 mod word;
 #[cfg(test)]
 mod word_tests;
@@ -36,3 +39,4 @@ pub use label::{create_label, LABEL_PARENTS};
 pub use porep::{porep_partition_witness, PorepProof, PorepPublicInputs};
 pub use post::{post_partition_witness, PostError, PostProof, PostPublicInputs};
 pub use sha256::{sha256, sha256_block_no_padding, Digest};
+pub use snap::{snap_partition_witness, SnapError, SnapProof};

@@ -175,9 +175,14 @@ pub struct Sealed {
     pub _dir: TempDir,
 }
 
-/// Deterministic piece bytes for a sector.
+/// Deterministic piece bytes for a 2KiB sector.
 pub fn piece_bytes(seed: u8) -> Vec<u8> {
-    let n = UnpaddedBytesAmount::from(PaddedBytesAmount(SECTOR_SIZE_2_KIB)).0 as usize;
+    piece_bytes_of(SECTOR_SIZE_2_KIB, seed)
+}
+
+/// Deterministic piece bytes filling a sector of `sector_size` bytes.
+pub fn piece_bytes_of(sector_size: u64, seed: u8) -> Vec<u8> {
+    let n = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size)).0 as usize;
     (0..n)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
@@ -206,12 +211,14 @@ pub fn stage(
     Ok((staged, vec![info]))
 }
 
-/// Pre-commits (phases 1 and 2) a 2KiB sector with filecoin-proofs.
+/// Pre-commits (phases 1 and 2) a sector of `config`'s size (2KiB or 8MiB: the shapes of
+/// [`Tree`]) with filecoin-proofs.
 pub fn seal(config: &PoRepConfig, prover_id: ProverId, sector: u64, seed: u8) -> Result<Sealed> {
     let dir = temp_dir("sector-");
     let cache_dir = dir.path().join("cache");
     std::fs::create_dir_all(&cache_dir)?;
-    let (staged, piece_infos) = stage(config, dir.path(), "data", &piece_bytes(seed))?;
+    let data = piece_bytes_of(u64::from(config.sector_size), seed);
+    let (staged, piece_infos) = stage(config, dir.path(), "data", &data)?;
     let replica = dir.path().join("sealed");
     File::create(&replica)?;
     let sector_id = SectorId::from(sector);
@@ -416,7 +423,7 @@ fn post_vanilla(
     Ok(vanilla)
 }
 
-/// A SnapDeals update of a freshly sealed 2KiB CC sector with new data: the CC sector, the new
+/// A SnapDeals update of a freshly sealed CC sector with new data: the CC sector, the new
 /// commitments and the vanilla partition proofs (the update's files live in `_dir`).
 pub struct SnapUpdate {
     pub cc: Sealed,
@@ -430,17 +437,40 @@ pub struct SnapUpdate {
 /// in a temporary folder named from `prefix`, and makes the update's vanilla proofs, with
 /// filecoin-proofs throughout.
 pub fn snap_update(sector: u64, seal_seed: u8, piece_seed: u8, prefix: &str) -> Result<SnapUpdate> {
+    snap_update_of(
+        filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1,
+        sector,
+        seal_seed,
+        piece_seed,
+        prefix,
+    )
+}
+
+/// [`snap_update`] of a sector of `update`'s size (2KiB or 8MiB: the shapes of [`Tree`]).
+pub fn snap_update_of(
+    update: filecoin_proofs_api::RegisteredUpdateProof,
+    sector: u64,
+    seal_seed: u8,
+    piece_seed: u8,
+    prefix: &str,
+) -> Result<SnapUpdate> {
     use filecoin_proofs::{encode_into, generate_partition_proofs, SectorUpdateConfig};
-    let porep = porep_config();
+    let size = u64::from(update.sector_size());
+    let porep = PoRepConfig::new_groth16(size, TEST_POREP_ID, ApiVersion::V1_2_0);
     let cc = seal(&porep, PROVER_ID, sector, seal_seed)?;
-    let update_porep = filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1.as_v1_config();
+    let update_porep = update.as_v1_config();
     let config = SectorUpdateConfig::from_porep_config(&update_porep);
     let dir = temp_dir(prefix);
     let new_cache = dir.path().join("cache");
     fs::create_dir_all(&new_cache)?;
     let new_replica = dir.path().join("replica");
     File::create(&new_replica)?.set_len(fs::metadata(&cc.replica)?.len())?;
-    let (staged, infos) = stage(&porep, dir.path(), "new-data", &piece_bytes(piece_seed))?;
+    let (staged, infos) = stage(
+        &porep,
+        dir.path(),
+        "new-data",
+        &piece_bytes_of(size, piece_seed),
+    )?;
     let encoded = encode_into::<Tree>(
         &config,
         &new_replica,

@@ -15,13 +15,13 @@
 //! - generically, through the circuit's public gadgets: the allocated numbers that are
 //!   inputs and the parents' columns (`ColumnProof::alloc`, one value a row).
 
-mod bits;
+pub(crate) mod bits;
 mod comm_d;
 mod labeling;
 pub(crate) mod por;
 #[cfg(test)]
 mod por_tests;
-mod poseidon;
+pub(crate) mod poseidon;
 
 use crate::PorepError;
 use bellperson::gadgets::num::AllocatedNum;

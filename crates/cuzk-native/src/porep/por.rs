@@ -84,7 +84,12 @@ pub(super) fn sub_path<A: 'static + PoseidonArity>(
 /// `insertion::insert` of `a` among `s` at the position `b` encodes (least significant bit
 /// first): appends its `pick`s and returns the children. `None` for an arity the hand-written
 /// cases (2, 4, 8) do not cover.
-fn insert(a: Scalar, b: &[bool], s: &[Scalar], aux: &mut Vec<Scalar>) -> Option<Vec<Scalar>> {
+pub(crate) fn insert(
+    a: Scalar,
+    b: &[bool],
+    s: &[Scalar],
+    aux: &mut Vec<Scalar>,
+) -> Option<Vec<Scalar>> {
     // Arity 8 allocates the `nor` and the `and` of the two low bits before its picks.
     if let ([b0, b1, _], 7) = (b, s.len()) {
         aux.extend([scalar(!b0 && !b1), scalar(*b0 && *b1)]);

@@ -13,10 +13,21 @@
 use cuzk_field::Scalar;
 use ff::Field;
 use filecoin_hashers::PoseidonArity;
+use neptune::poseidon::{Arity, PoseidonConstants};
 
-/// Appends the circuit's values for hashing `preimage` (its arity, `A`) and returns the hash.
+/// Appends the circuit's values for hashing `preimage` (its arity, `A`) with
+/// filecoin-hashers' constants of that arity and returns the hash.
 pub(crate) fn poseidon<A: PoseidonArity>(preimage: &[Scalar], aux: &mut Vec<Scalar>) -> Scalar {
-    let c = A::PARAMETERS();
+    poseidon_with(A::PARAMETERS(), preimage, aux)
+}
+
+/// Appends the circuit's values for hashing `preimage` with the constants `c` (any hash type:
+/// the legacy circuit pads nothing, so a preimage is always of the arity) and returns the hash.
+pub(crate) fn poseidon_with<A: Arity<Scalar>>(
+    c: &PoseidonConstants<Scalar, A>,
+    preimage: &[Scalar],
+    aux: &mut Vec<Scalar>,
+) -> Scalar {
     let width = c.width();
     assert_eq!(preimage.len() + 1, width, "a preimage of the arity");
     let keys = &c.compressed_round_constants;
