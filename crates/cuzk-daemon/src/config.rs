@@ -219,7 +219,8 @@ pub struct FilecoinSection {
     pub verify_digests: bool,
     /// Write generated parameters to their `.params` file (when the disk has room).
     pub write_generated: bool,
-    /// Make PoRep witnesses with the native generator rather than the circuit's gadgets.
+    /// Make PoRep, PoSt and SnapDeals witnesses with the native generator rather than the
+    /// circuit's gadgets.
     pub native_witness: bool,
 }
 
@@ -246,7 +247,7 @@ pub struct FilecoinSettings {
     pub verify_digests: bool,
     /// Whether generated parameters are written to their `.params` file.
     pub write_generated: bool,
-    /// Whether PoRep witnesses are made natively.
+    /// Whether PoRep, PoSt and SnapDeals witnesses are made natively.
     pub native_witness: bool,
 }
 
