@@ -73,6 +73,11 @@ pub enum Error {
         index: usize,
     },
 
+    /// A prepared witness is proved once: its pinned buffers went back to the pool during
+    /// the first proof.
+    #[error("the prepared witness was proved already (its pinned buffers are back in the pool)")]
+    Proved,
+
     /// Device-resident parameters were used with a prover on another device.
     #[error("parameters are resident on device {params}, the prover runs on device {prover}")]
     WrongDevice {

@@ -82,10 +82,12 @@ impl Buffers {
     }
 }
 
-/// One witness ready for the device (see the module docs). Returns its buffers to the
-/// prover's pool when dropped.
+/// One witness ready for the device (see the module docs). Proved once: its buffers go back
+/// to the prover's pool as soon as the proof has queued its last read of them (the next
+/// writer waits for those copies), or when it is dropped unproved.
 pub struct PreparedWitness {
-    pub(crate) buffers: Buffers,
+    /// `None` once a proof has given the buffers back.
+    pub(crate) buffers: Option<Buffers>,
     pub(crate) log_n: u32,
     pub(crate) shape: Shape,
     /// Milliseconds spent evaluating and checking a, b, c.
@@ -98,7 +100,7 @@ impl fmt::Debug for PreparedWitness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreparedWitness")
             .field("log_n", &self.log_n)
-            .field("lengths", &self.buffers.lengths)
+            .field("lengths", &self.buffers.as_ref().map(|b| b.lengths))
             .finish_non_exhaustive()
     }
 }
@@ -107,6 +109,21 @@ impl PreparedWitness {
     /// Domain size.
     pub fn domain_size(&self) -> usize {
         1 << self.log_n
+    }
+
+    /// Whether a proof has read the witness already (and given its buffers back).
+    pub fn is_proved(&self) -> bool {
+        self.buffers.is_none()
+    }
+
+    /// The pinned buffers, unless a proof has given them back.
+    pub(crate) fn buffers(&self) -> Result<&Buffers> {
+        self.buffers.as_ref().ok_or(Error::Proved)
+    }
+
+    /// The pinned buffers for writing, unless a proof has given them back.
+    pub(crate) fn buffers_mut(&mut self) -> Result<&mut Buffers> {
+        self.buffers.as_mut().ok_or(Error::Proved)
     }
 }
 
@@ -175,7 +192,7 @@ pub(crate) fn prepare(
     let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
 
     Ok(PreparedWitness {
-        buffers,
+        buffers: Some(buffers),
         log_n,
         shape: *shape,
         eval_ms,

@@ -317,7 +317,10 @@ impl GpuProver {
         })
     }
 
-    /// Proves a prepared witness with randomness `r`, `s`.
+    /// Proves a prepared witness with randomness `r`, `s`. With resident parameters the
+    /// witness's pinned buffers go back to the pool during the proof, once the device has
+    /// taken what it reads from them (so the next witness's preparation overlaps the rest of
+    /// this proof); a witness is proved once, and again is refused ([`Error::Proved`]).
     pub fn prove_prepared(
         &self,
         params: &DeviceParameters,
@@ -363,7 +366,7 @@ impl GpuProver {
                 let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
                 let reservation = self.reserve(stage_bytes + msm_vram)?;
                 let config = self.msm_config(msm_vram);
-                let bufs = &prepared.buffers;
+                let bufs = prepared.buffers()?;
                 let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
                 let l_sum = marks.span(&self.stream, "msm_l", || {
                     self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
@@ -386,6 +389,11 @@ impl GpuProver {
                             .0,
                     )
                 })?;
+                // Every read of the pinned set is queued (a, b, c's uploads) or done (the MSMs
+                // above wait for their last copy from host memory): the set goes back to the
+                // pool now, so the next partition's preparation overlaps the H step and msm_h
+                // (its writes wait for the queued copies).
+                prepared.buffers = None;
                 self.stream.wait(&upload.1)?;
                 timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
                 marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
@@ -458,13 +466,13 @@ impl GpuProver {
         let n = prepared.domain_size();
         let reservation = self.reserve(stage_bytes)?;
         let upload = {
-            let bufs = &prepared.buffers;
+            let bufs = prepared.buffers()?;
             let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
             self.stream.wait(&upload.1)?;
             marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
             // h back to the host, into a's pinned buffer (a is no longer needed there).
             self.stream
-                .copy_to_pinned(&abc[0], &mut prepared.buffers.abc[0])?;
+                .copy_to_pinned(&abc[0], &mut prepared.buffers_mut()?.abc[0])?;
             self.stream.synchronize()?;
             drop(abc);
             self.stream.synchronize()?;
@@ -485,7 +493,7 @@ impl GpuProver {
             *guard = Some(self.new_streaming()?);
         }
         let st = guard.as_mut().expect("made above");
-        let bufs = &prepared.buffers;
+        let bufs = prepared.buffers()?;
         let h_len = host.h().len();
         let h = marks.span(&self.stream, "msm_h", || {
             self.streamed(

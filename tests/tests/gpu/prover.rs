@@ -209,6 +209,38 @@ fn gpu_bad_witness_fails_alone_and_the_next_proof_succeeds() {
     check(&prover, &params, &c, &mut rng);
 }
 
+/// With resident parameters a prepared witness's pinned buffers go back to the pool during
+/// its proof (the next preparation need not wait for the proof to end), the proof is still
+/// the CPU reference's, and proving the witness again is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_prepared_witness_gives_its_buffers_back_during_its_proof_and_is_proved_once() {
+    let prover = GpuProver::new(&device(), GpuProverConfig::default()).unwrap();
+    let c = random_case(rand::random(), 300);
+    let params = prover.load(c.params.clone()).unwrap();
+    let mut prepared = prover
+        .prepare(&params, &c.pce, &c.density, &c.witness)
+        .unwrap();
+    let lent = prover.pinned_pool().stats().lent_buffers;
+    assert!(
+        lent >= 6,
+        "a prepared witness holds its set: {lent} buffers lent"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let (proof, _) = prover.prove_prepared(&params, &mut prepared, r, s).unwrap();
+    // `prepared` is still alive: its buffers came back during the proof.
+    assert!(prepared.is_proved());
+    assert_eq!(prover.pinned_pool().stats().lent_buffers, lent - 6);
+    let expected = prove(&c.params, &c.pce, &c.witness, r, s).unwrap();
+    assert_eq!(proof, expected, "GPU proof equals the CPU reference's");
+    let again = prover.prove_prepared(&params, &mut prepared, r, s);
+    assert!(
+        matches!(again, Err(cuzk_prover::Error::Proved)),
+        "got {again:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_two_lanes_share_a_budget_that_fits_one_proof() {
