@@ -175,6 +175,58 @@ fn filecoin_snap_deals_native_witnesses_of_a_2kib_update_are_the_synthesized_one
     Ok(())
 }
 
+/// The native PoRep witnesses are the circuit's own, value for value, for a really sealed
+/// 8MiB sector (two layers, the U8 tree of six levels): every partition of its C1 output,
+/// compared without parameters (the circuit `StackedCompound::circuit` builds, synthesized
+/// into a witness-only system).
+#[test]
+fn filecoin_porep_native_witnesses_of_a_sealed_8mib_sector_are_the_generic_ones() -> Result<()> {
+    use filecoin_hashers::{sha256::Sha256Hasher, Domain, Hasher};
+    use storage_proofs_porep::stacked::{PublicInputs, StackedCircuit, Tau};
+    let config = filecoin_proofs::PoRepConfig::new_groth16(
+        filecoin_proofs::SECTOR_SIZE_8_MIB,
+        TEST_POREP_ID,
+        storage_proofs_core::api_version::ApiVersion::V1_2_0,
+    );
+    let c1 = {
+        let _heavy = heavy();
+        let sealed = seal(&config, PROVER_ID, 44, 6)?;
+        commit_phase1(&config, &sealed, PROVER_ID, [10u8; 32])?
+    };
+    assert_eq!(c1.vanilla_proofs.len(), usize::from(config.partitions));
+    for (k, proofs) in c1.vanilla_proofs.iter().enumerate() {
+        let comm_d = <Sha256Hasher as Hasher>::Domain::try_from_bytes(&c1.comm_d)?;
+        let comm_r =
+            <<Tree as filecoin_proofs::MerkleTreeTrait>::Hasher as Hasher>::Domain::try_from_bytes(
+                &c1.comm_r,
+            )?;
+        let pub_in = PublicInputs {
+            replica_id: c1.replica_id,
+            seed: Some(c1.seed),
+            tau: Some(Tau { comm_d, comm_r }),
+            k: Some(k),
+        };
+        let mut native = cuzk_synth::WitnessCs::with_one();
+        cuzk_native::porep_partition_witness::<Tree>(&pub_in, proofs, &mut native)?;
+        let mut generic = cuzk_synth::WitnessCs::with_one();
+        StackedCircuit::<Tree, Sha256Hasher>::synthesize(
+            &mut generic,
+            Some(c1.replica_id),
+            Some(comm_d),
+            Some(comm_r),
+            Some(proofs[0].comm_r_last()),
+            Some(proofs[0].comm_c()),
+            proofs.iter().cloned().map(Into::into).collect(),
+        )?;
+        assert_same_witnesses(
+            &format!("PoRep 8MiB partition {k}"),
+            &[native.into_witness()],
+            &[generic.into_witness()],
+        );
+    }
+    Ok(())
+}
+
 /// The native SnapDeals witnesses are the circuit's own, value for value, for every partition
 /// of an update of a sealed 8MiB sector (4 partitions: the partition bits and paths that a
 /// one-partition 2KiB update does not have). Compared without parameters: the circuit

@@ -258,6 +258,26 @@ pub async fn channel(addr: SocketAddr) -> Channel {
 
 /// A loopback port free right now (for tests that need a fixed address in a file).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    // Below the kernel's ephemeral range, where it picks the local ports of outgoing
+    // connections and of `bind(0)`: a connection of a test running beside can then never take
+    // a port between a daemon's kill and its restart on it. Each call takes the next one.
+    const FIRST: u16 = 10_000;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral.saturating_sub(FIRST).max(1);
+    // Spread over the span by process, so two test programs at once start apart.
+    let start = (std::process::id() % u32::from(span)) as u16;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = FIRST + start.wrapping_add(n) % span;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
