@@ -227,6 +227,55 @@ fn filecoin_porep_native_witnesses_of_a_sealed_8mib_sector_are_the_generic_ones(
     Ok(())
 }
 
+/// The native WinningPoSt and WindowPoSt witnesses are the synthesized ones, value for value,
+/// over a really sealed 8MiB sector (the U8 tree's six levels per challenge; the WindowPoSt
+/// partition, short of sectors, repeats it). Their parameters are generated on the CPU into a
+/// folder of their own.
+#[test]
+fn filecoin_post_native_witnesses_of_a_sealed_8mib_sector_are_the_synthesized_ones() -> Result<()> {
+    let porep = filecoin_proofs::PoRepConfig::new_groth16(
+        filecoin_proofs::SECTOR_SIZE_8_MIB,
+        TEST_POREP_ID,
+        storage_proofs_core::api_version::ApiVersion::V1_2_0,
+    );
+    let sealed = {
+        let _heavy = heavy();
+        seal(&porep, PROVER_ID, 45, 7)?
+    };
+    let dir = temp_dir("post-8mib-params-");
+    let cache = ParamCache::with_policy(
+        dir.path(),
+        CachePolicy {
+            generate_up_to: filecoin_proofs::SECTOR_SIZE_8_MIB,
+            pce_on_disk: false,
+            write_generated: false,
+            ..test_policy(Generator::Cpu)
+        },
+    );
+    let prover = Prover::cpu(&cache);
+    for registered in [
+        RegisteredPoStProof::StackedDrgWinning8MiBV1,
+        RegisteredPoStProof::StackedDrgWindow8MiBV1_2,
+    ] {
+        let config = registered.as_v1_config();
+        let vanilla = post_vanilla(
+            &config,
+            std::slice::from_ref(&sealed),
+            PROVER_ID,
+            &RANDOMNESS,
+        )?;
+        let both = |native| -> Result<Vec<cuzk_synth::Witness>> {
+            let proofs: Vec<filecoin_proofs::FallbackPoStSectorProof<Tree>> = vanilla
+                .iter()
+                .map(|b| Ok(bincode::deserialize(b)?))
+                .collect::<Result<_>>()?;
+            Ok(prover.post_witnesses_v1(&config, &RANDOMNESS, PROVER_ID, proofs, 0, native)?)
+        };
+        assert_same_witnesses(&format!("{registered:?}"), &both(true)?, &both(false)?);
+    }
+    Ok(())
+}
+
 /// The native SnapDeals witnesses are the circuit's own, value for value, for every partition
 /// of an update of a sealed 8MiB sector (4 partitions: the partition bits and paths that a
 /// one-partition 2KiB update does not have). Compared without parameters: the circuit

@@ -396,7 +396,7 @@ pub fn window_vanilla(
 
 /// The PoSt vanilla proofs of `sealed` under `config` for `randomness`, bincode, one per
 /// sector, as filecoin-proofs-api's `generate_single_vanilla_proof` makes them.
-fn post_vanilla(
+pub fn post_vanilla(
     config: &filecoin_proofs::PoStConfig,
     sealed: &[Sealed],
     prover_id: ProverId,
