@@ -102,6 +102,7 @@ impl Inner {
             gpu_busy_ms = timings.gpu_busy_ms,
             gpu_span_ms = timings.gpu_span_ms,
             upload_ms = timings.upload_ms,
+            witness_upload_gb = timings.witness_upload_bytes as f64 / 1e9,
             pinned_during,
             "proof on the GPU"
         );

@@ -116,6 +116,11 @@ pub struct ProofTimings {
     pub prove_ms: f64,
     /// Whether the parameters were resident.
     pub resident: bool,
+    /// Witness bytes the proof copied from host to device: a, b and c, and every scalar the
+    /// MSMs read from host memory (B's twice, for G1 and G2; with streamed parameters also
+    /// h, which comes back to the host for its MSM). Streamed parameters' points are not
+    /// counted.
+    pub witness_upload_bytes: u64,
 }
 
 impl ProofTimings {
@@ -348,10 +353,17 @@ impl GpuProver {
         let mut marks = Timeline::new(&self.device);
 
         let resident = params.is_resident();
+        let lengths = prepared.buffers()?.lengths;
+        let elems = 3 * lengths.n
+            + lengths.aux
+            + lengths.a
+            + 2 * lengths.b
+            + if resident { 0 } else { lengths.n };
         let mut timings = ProofTimings {
             eval_ms: prepared.eval_ms,
             scalars_ms: prepared.scalars_ms,
             resident,
+            witness_upload_bytes: (elems * std::mem::size_of::<FrRepr>()) as u64,
             ..ProofTimings::default()
         };
         let sums = match &params.store {
