@@ -183,11 +183,7 @@ fn filecoin_snap_deals_native_witnesses_of_a_2kib_update_are_the_synthesized_one
 fn filecoin_porep_native_witnesses_of_a_sealed_8mib_sector_are_the_generic_ones() -> Result<()> {
     use filecoin_hashers::{sha256::Sha256Hasher, Domain, Hasher};
     use storage_proofs_porep::stacked::{PublicInputs, StackedCircuit, Tau};
-    let config = filecoin_proofs::PoRepConfig::new_groth16(
-        filecoin_proofs::SECTOR_SIZE_8_MIB,
-        TEST_POREP_ID,
-        storage_proofs_core::api_version::ApiVersion::V1_2_0,
-    );
+    let config = porep_config_of(filecoin_proofs::SECTOR_SIZE_8_MIB);
     let c1 = {
         let _heavy = heavy();
         let sealed = seal(&config, PROVER_ID, 44, 6)?;
@@ -233,11 +229,7 @@ fn filecoin_porep_native_witnesses_of_a_sealed_8mib_sector_are_the_generic_ones(
 /// folder of their own.
 #[test]
 fn filecoin_post_native_witnesses_of_a_sealed_8mib_sector_are_the_synthesized_ones() -> Result<()> {
-    let porep = filecoin_proofs::PoRepConfig::new_groth16(
-        filecoin_proofs::SECTOR_SIZE_8_MIB,
-        TEST_POREP_ID,
-        storage_proofs_core::api_version::ApiVersion::V1_2_0,
-    );
+    let porep = porep_config_of(filecoin_proofs::SECTOR_SIZE_8_MIB);
     let sealed = {
         let _heavy = heavy();
         seal(&porep, PROVER_ID, 45, 7)?

@@ -24,11 +24,12 @@
 //!
 //! The inputs are ONE (the caller's), `k_and_h_select`, comm_r_old, comm_d_new, comm_r_new.
 
-use crate::porep::bits::{num_to_bits_le, pack_digest, pack_le, reverse_bit_numbering, scalar};
+use crate::porep::bits::{num_to_bits_le, pack_le, scalar};
+use crate::porep::comm_d::sha256_hash2;
 use crate::porep::comm_r_hash;
 use crate::porep::por::insert;
 use crate::porep::poseidon::{poseidon, poseidon_with};
-use crate::{sha256, NativeError};
+use crate::NativeError;
 use cuzk_field::Scalar;
 use ff::PrimeField;
 use filecoin_hashers::poseidon::PoseidonHasher;
@@ -192,7 +193,7 @@ pub fn snap_partition_witness<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonH
     while row.len() > 1 {
         row = row
             .chunks(2)
-            .map(|pair| sha_hash2(pair[0], pair[1], aux))
+            .map(|pair| sha256_hash2(pair[0], pair[1], aux))
             .collect::<Result<_, _>>()?;
     }
     binary_path(partition_bits, row[0], partition_path, aux)?;
@@ -333,17 +334,6 @@ fn binary_siblings<D: Copy + Into<Scalar>>(
     Ok(path.iter().map(|(s, _)| s[0].into()).collect())
 }
 
-/// filecoin-hashers' SHA-256 `hash2_circuit` (and `hash_multi_leaf_circuit` of two leaves):
-/// each number's 255 bits, the hash, its low 254 bits packed.
-fn sha_hash2(a: Scalar, b: Scalar, aux: &mut Vec<Scalar>) -> Result<Scalar, NativeError> {
-    let mut preimage = reverse_bit_numbering(num_to_bits_le(a, aux));
-    preimage.extend(reverse_bit_numbering(num_to_bits_le(b, aux)));
-    let digest = sha256(&preimage, aux)?;
-    let packed = pack_digest(digest.bytes());
-    aux.push(packed);
-    Ok(packed)
-}
-
 /// `por_no_challenge_input` over TreeD (binary, SHA-256) from `leaf`, the siblings already
 /// allocated: per level `insert`'s two picks and the hash. Returns the root.
 fn binary_path(
@@ -356,7 +346,7 @@ fn binary_path(
     for (&bit, &sibling) in bits.iter().zip(siblings) {
         let (left, right) = if bit { (sibling, cur) } else { (cur, sibling) };
         aux.extend([left, right]);
-        cur = sha_hash2(left, right, aux)?;
+        cur = sha256_hash2(left, right, aux)?;
     }
     Ok(cur)
 }

@@ -158,7 +158,12 @@ pub fn heavy() -> MutexGuard<'static, ()> {
 }
 
 pub fn porep_config() -> PoRepConfig {
-    PoRepConfig::new_groth16(SECTOR_SIZE_2_KIB, TEST_POREP_ID, ApiVersion::V1_2_0)
+    porep_config_of(SECTOR_SIZE_2_KIB)
+}
+
+/// The test PoRep configuration (filecoin-proofs' test id, API 1.2.0) of `sector_size`.
+pub fn porep_config_of(sector_size: u64) -> PoRepConfig {
+    PoRepConfig::new_groth16(sector_size, TEST_POREP_ID, ApiVersion::V1_2_0)
 }
 
 /// A pre-committed 2KiB sector: replica and cache folder on disk.
@@ -456,7 +461,7 @@ pub fn snap_update_of(
 ) -> Result<SnapUpdate> {
     use filecoin_proofs::{encode_into, generate_partition_proofs, SectorUpdateConfig};
     let size = u64::from(update.sector_size());
-    let porep = PoRepConfig::new_groth16(size, TEST_POREP_ID, ApiVersion::V1_2_0);
+    let porep = porep_config_of(size);
     let cc = seal(&porep, PROVER_ID, sector, seal_seed)?;
     let update_porep = update.as_v1_config();
     let config = SectorUpdateConfig::from_porep_config(&update_porep);

@@ -4,7 +4,7 @@
 
 use super::bits::{num_to_bits_le, pack_digest, pack_le, reverse_bit_numbering, scalar};
 use super::PorepError;
-use crate::sha256;
+use crate::{sha256, NativeError};
 use cuzk_field::Scalar;
 use cuzk_synth::Witness;
 use ff::PrimeField;
@@ -41,20 +41,28 @@ pub(crate) fn comm_d_inclusion(
         };
         w.aux.push(left);
         w.aux.push(right_child);
-        // `Sha256Function::hash_multi_leaf_circuit`: each child's bits (255, a constant zero
-        // to a whole byte, bytes' bits reversed), the hash, its low 254 bits packed.
-        let mut preimage = reverse_bit_numbering(num_to_bits_le(left, &mut w.aux));
-        preimage.extend(reverse_bit_numbering(num_to_bits_le(
-            right_child,
-            &mut w.aux,
-        )));
-        let digest = sha256(&preimage, &mut w.aux)?;
-        cur = pack_digest(digest.bytes());
-        w.aux.push(cur);
+        cur = sha256_hash2(left, right_child, &mut w.aux)?;
     }
     // `multipack::pack_into_inputs` of the index bits, `CAPACITY` bits an input.
     for chunk in index_bits.chunks(Scalar::CAPACITY as usize) {
         w.inputs.push(pack_le(chunk));
     }
     Ok(cur)
+}
+
+/// filecoin-hashers' SHA-256 `hash2_circuit` of two allocated numbers (and
+/// `hash_multi_leaf_circuit` of two leaves): each number's bits (255, a constant zero to a
+/// whole byte, bytes' bits reversed), the hash, its low 254 bits packed. Returns the packed
+/// hash.
+pub(crate) fn sha256_hash2(
+    a: Scalar,
+    b: Scalar,
+    aux: &mut Vec<Scalar>,
+) -> Result<Scalar, NativeError> {
+    let mut preimage = reverse_bit_numbering(num_to_bits_le(a, aux));
+    preimage.extend(reverse_bit_numbering(num_to_bits_le(b, aux)));
+    let digest = sha256(&preimage, aux)?;
+    let packed = pack_digest(digest.bytes());
+    aux.push(packed);
+    Ok(packed)
 }

@@ -16,7 +16,7 @@
 //!   inputs and the parents' columns (`ColumnProof::alloc`, one value a row).
 
 pub(crate) mod bits;
-mod comm_d;
+pub(crate) mod comm_d;
 mod labeling;
 pub(crate) mod por;
 #[cfg(test)]
