@@ -62,6 +62,11 @@ pub struct Args {
     /// Seed of the parameters and witnesses.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where a, b, c are evaluated: on the `host` (the witness's a, b, c and MSM scalars
+    /// uploaded) or on the `device` (the PCE placed there once, only the witness uploaded;
+    /// host evaluation when the parameters are streamed).
+    #[arg(long, default_value = "host", value_parser = ["host", "device"])]
+    eval: String,
 }
 
 /// The issue's targets at 2^27: one partition and ten.
@@ -83,17 +88,18 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!();
     println!(
-        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | idle share | params load s | warm s | paramgen s |"
+        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | eval on | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | scalars | gather | witness up GB | idle share | params load s | pce place s | warm s | paramgen s |"
     );
     println!(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &rows {
         println!("{r}");
     }
     println!(
         "first: the first timed partition; steady: the median of the partitions named (phase \
-         columns are steady medians, ms)"
+         columns are steady medians, ms; eval is host time with eval on the host, device time \
+         on the device; scalars is host time)"
     );
     for &k in &args.logs {
         if k == 27 {
@@ -186,6 +192,19 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         (w.sets, note)
     };
     let prewarm_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let device_pce = if args.eval == "device" && dev_params.is_resident() {
+        Some(Arc::new(prover.place_pce(&pce, &density)?))
+    } else {
+        None
+    };
+    let pce_s = t.elapsed().as_secs_f64();
+    if let Some(dp) = &device_pce {
+        eprintln!(
+            "2^{k}: PCE on the device in {pce_s:.2} s ({:.2} GiB)",
+            dp.bytes() as f64 / (1u64 << 30) as f64
+        );
+    }
     eprintln!(
         "2^{k}: warmed in {prewarm_s:.1} s: {prewarmed} of {} pinned witness sets; {warm_note}",
         args.prewarm
@@ -221,6 +240,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     std::thread::scope(|s| -> Result<()> {
         let (tx, rx) = sync_channel::<Result<(PreparedWitness, u64, (u64, u64))>>(1);
         let (prover, dev_params, pce, density) = (&prover, &dev_params, &pce, &density);
+        let device_pce = device_pce.as_ref();
         let partitions = args.partitions;
         let seed = args.seed;
         s.spawn(move || {
@@ -229,7 +249,9 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
                 let misses = prover.pinned_pool().stats().misses;
                 let prepared = synthesize_witness(SyntheticPoRep::new(n, seed_i))
                     .map_err(anyhow::Error::from)
-                    .and_then(|w| Ok(prover.prepare(dev_params, pce, density, &w)?));
+                    .and_then(|w| {
+                        Ok(prover.prepare_with(dev_params, pce, density, device_pce, &w)?)
+                    });
                 let after = prover.pinned_pool().stats();
                 let pinned = (after.misses - misses, after.pinned_bytes);
                 if tx.send(prepared.map(|p| (p, seed_i, pinned))).is_err() {
@@ -287,10 +309,11 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         .map(|b| format!("{:.0} GiB", b.capacity() as f64 / (1u64 << 30) as f64))
         .unwrap_or_else(|| "none".into());
     Ok(format!(
-        "| {k} | {} | {} | {prewarmed} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% | {load_s:.1} | {prewarm_s:.1} | {paramgen_s:.1} |",
+        "| {k} | {} | {} | {prewarmed} | {} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1}% | {load_s:.1} | {pce_s:.2} | {prewarm_s:.1} | {paramgen_s:.1} |",
         args.partitions,
         args.warmup,
         dev_params.is_resident(),
+        if steady.iter().all(|t| t.eval_on_device) { "device" } else { "host" },
         first / 1e3,
         per_partition / 1e3,
         med(|t| t.upload_ms),
@@ -301,6 +324,9 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         med(|t| t.msm_b_g1_ms),
         med(|t| t.msm_b_g2_ms),
         med(|t| t.eval_ms),
+        med(|t| t.scalars_ms),
+        med(|t| t.gather_ms),
+        med(|t| t.witness_upload_bytes as f64) / 1e9,
         100.0 * med(|t| t.idle_share()),
     ))
 }

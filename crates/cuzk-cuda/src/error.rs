@@ -142,6 +142,19 @@ pub enum CudaError {
         /// The length given.
         got: usize,
     },
+    /// An index of a sparse operand points outside what it indexes (the kernels would read
+    /// out of bounds), so it was refused before upload.
+    #[error("{what} {index} is {value}, outside 0..{bound}")]
+    IndexOutOfRange {
+        /// Which index, such as `"column of entry"`.
+        what: &'static str,
+        /// Its position.
+        index: usize,
+        /// Its value.
+        value: u64,
+        /// The exclusive bound it must stay below.
+        bound: u64,
+    },
     /// A page-locked buffer of `capacity` bytes was asked to hold `requested` bytes.
     #[error("pinned buffer of {capacity} bytes cannot hold {requested} bytes")]
     PinnedTooSmall {

@@ -1,6 +1,6 @@
 //! cuzk's CUDA runtime: devices, streams, events, device buffers, page-locked host memory
-//! (allocated, or the caller's registered in place), the kernel image, typed launches, and
-//! element-wise field kernels.
+//! (allocated, or the caller's registered in place), the kernel image, typed launches,
+//! element-wise field kernels, and sparse constraint products ([`sparse`]).
 //!
 //! This is the only crate that talks to the CUDA driver. Kernel-owning crates (NTT, MSM) take a
 //! [`Stream`] and [`DeviceBuffer`]s from their caller, look their kernels up with
@@ -26,7 +26,7 @@
 //! The kernel image (`cuzk.fatbin`, built by `cargo xtask build-kernels`) is found through
 //! `$CUZK_KERNEL_DIR`, next to the executable, or in a `kernels/` folder above it
 //! ([`find_kernel_image`]); it is loaded once per device.
-#![deny(unsafe_code)] // Opted out, with reasons, only by the modules `raw`, `launch` and `field`.
+#![deny(unsafe_code)] // Opted out, with reasons, only by `raw`, `launch`, `field` and `sparse`.
 
 mod device;
 mod error;
@@ -35,6 +35,7 @@ mod image;
 mod launch;
 mod memory;
 mod raw;
+pub mod sparse;
 mod stream;
 mod timeline;
 

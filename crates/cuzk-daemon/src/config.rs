@@ -123,6 +123,9 @@ pub struct CudaSection {
     pub pinned_idle_secs: u64,
     /// `auto` (on the GPU, the CPU as fallback) or `cpu`.
     pub paramgen: String,
+    /// Evaluate a, b, c on the GPU (the circuit's PCE beside resident parameters, when the
+    /// budget holds it); false: always on the host.
+    pub device_eval: bool,
 }
 
 impl Default for CudaSection {
@@ -136,6 +139,7 @@ impl Default for CudaSection {
             pinned_memory: "auto".into(),
             pinned_idle_secs: 30,
             paramgen: "auto".into(),
+            device_eval: true,
         }
     }
 }
@@ -316,6 +320,8 @@ pub struct CudaSettings {
     pub pinned_idle: Option<Duration>,
     /// Parameters generated on the GPU (else the CPU).
     pub gpu_paramgen: bool,
+    /// a, b, c evaluated on the GPU where the budget allows.
+    pub device_eval: bool,
 }
 
 /// The configuration, checked and resolved into what the daemon uses.
@@ -575,6 +581,7 @@ impl CudaSection {
             pinned_idle: (self.pinned_idle_secs > 0)
                 .then(|| Duration::from_secs(self.pinned_idle_secs)),
             gpu_paramgen,
+            device_eval: self.device_eval,
         })
     }
 }
@@ -766,13 +773,14 @@ mod tests {
                 pinned_memory: None,
                 pinned_idle: Some(Duration::from_secs(30)),
                 gpu_paramgen: true,
+                device_eval: true,
             }
         );
         let text = "[prover]\nbackend = \"cuda\"\ndevices = [1, 0]\nworkers_per_device = 3\n\
                     [memory]\nhost_budget = \"64GiB\"\n\
                     [cuda]\nvram_budget = \"16GiB\"\nmsm_vram = \"2GiB\"\nresidency = \"streamed\"\n\
                     idle_evict_secs = 600\npinned_memory = \"24GiB\"\npinned_idle_secs = 0\n\
-                    paramgen = \"cpu\"\n";
+                    paramgen = \"cpu\"\ndevice_eval = false\n";
         let s = Config::parse(text, Path::new("t.toml"))
             .unwrap()
             .settings()
@@ -791,6 +799,7 @@ mod tests {
                 pinned_memory: Some(24 << 30),
                 pinned_idle: None,
                 gpu_paramgen: false,
+                device_eval: false,
             }
         );
         let margin = Config::parse("[cuda]\nvram_margin = \"2GiB\"", Path::new("t.toml"))

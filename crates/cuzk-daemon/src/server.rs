@@ -378,6 +378,7 @@ fn gpu_backend(
         idle_evict: c.idle_evict,
         pinned_bytes: Some(pinned),
         pinned_idle: c.pinned_idle,
+        device_eval: c.device_eval,
         paramgen: if c.gpu_paramgen {
             ParamgenChoice::Auto
         } else {

@@ -68,7 +68,7 @@ impl Inner {
         params: &Arc<PreparedParameters>,
         pce: &Pce,
     ) -> Result<Arc<Loaded>, GpuError> {
-        device.params_for(key, params, &self.density(key, pce))
+        device.params_for(key, params, pce, &self.density(key, pce))
     }
 
     /// Proves `witness` on `lane` of `device`, counting it and injecting a test fault if
@@ -339,7 +339,7 @@ impl Backend for GpuBackend {
             // prepared ahead, as the scheduler's default lookahead keeps them) and one more
             // being prepared.
             if pin && loaded.claim_prewarm() {
-                warm(device, &setup.circuit_key, loaded.params());
+                warm(device, &setup.circuit_key, &loaded);
             }
             report.devices += 1;
             report.already += usize::from(already);
@@ -377,11 +377,16 @@ impl Backend for GpuBackend {
 /// as many as it has room for, the last one perhaps in part)
 /// and [`cuzk_prover::GpuProver::warm`] for every lane: its NTT tables, and its MSM work
 /// buffers where it is unmetered. A step that fails is logged; proofs pay it themselves then.
-fn warm(device: &DeviceState, circuit: &str, params: &cuzk_prover::DeviceParameters) {
+fn warm(device: &DeviceState, circuit: &str, loaded: &Loaded) {
+    let params = loaded.params();
     let sets = 2 * device.lanes.len() + 1;
     let start = Instant::now();
     let (mut stocked, mut buffers) = (0, 0);
-    match device.preparer().prewarm_buffers(params, sets) {
+    let witness_only = loaded.device_pce.is_some();
+    match device
+        .preparer()
+        .prewarm_buffers(params, sets, witness_only)
+    {
         Ok(done) => (stocked, buffers) = done,
         Err(e) => {
             tracing::info!(device = device.ordinal(), %circuit, error = %e, "pinned pool not fully pre-warmed")

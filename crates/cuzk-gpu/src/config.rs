@@ -97,6 +97,10 @@ pub struct GpuConfig {
     pub pinned_idle: Option<Duration>,
     /// Where parameters are generated.
     pub paramgen: ParamgenChoice,
+    /// Evaluate a, b, c on the device: a circuit's PCE is placed beside its resident
+    /// parameters when the VRAM budget holds both (and the larger working set), so a proof
+    /// uploads only the witness; otherwise, and with streamed parameters, the host evaluates.
+    pub device_eval: bool,
     /// Test-only faults.
     pub faults: FaultPlan,
 }
@@ -111,6 +115,7 @@ pub const DEFAULT_PINNED_IDLE: Duration = Duration::from_secs(30);
 impl Default for GpuConfig {
     fn default() -> Self {
         GpuConfig {
+            device_eval: true,
             devices: Vec::new(),
             workers_per_device: 2,
             vram: VramPolicy::default(),

@@ -10,7 +10,8 @@ use cuzk_mem::{Bytes, PinnedPool, Reservation, VramBudget};
 use cuzk_plugin::{DeviceParameterStats, DeviceStats, MemoryStats};
 use cuzk_prover::PreparedWitness;
 use cuzk_prover::{
-    DeviceParameters, DeviceQueries, GpuProver, GpuProverConfig, ProofTimings, Residency,
+    device_eval_bytes, DeviceParameters, DevicePce, DeviceQueries, GpuProver, GpuProverConfig,
+    ProofTimings, Residency,
 };
 use cuzk_synth::{Density, Pce, Witness};
 use std::collections::HashMap;
@@ -30,9 +31,11 @@ pub(crate) struct Loaded {
     pub key: String,
     params: Option<DeviceParameters>,
     pub density: Arc<Density>,
+    /// The circuit's PCE on the device, when its proofs evaluate a, b, c there.
+    pub device_pce: Option<Arc<DevicePce>>,
     pub queries: Queries,
     pub resident: bool,
-    /// Device bytes held (0 when streamed).
+    /// Device bytes held (0 when streamed): the parameters and the device PCE.
     pub bytes: u64,
     /// Device bytes one proof with these parameters reserves.
     pub working_set: u64,
@@ -73,6 +76,7 @@ impl Loaded {
 
 impl Drop for Loaded {
     fn drop(&mut self) {
+        drop(self.device_pce.take());
         drop(self.params.take());
         // Device frees are ordered on their streams: the bytes are only free, and the
         // reservation may only go, once the device has done them.
@@ -121,6 +125,8 @@ pub(crate) struct DeviceState {
     /// shared pool and go back to it when a lane's proof ends).
     preparer: GpuProver,
     residency: Residency,
+    /// Whether circuits' PCEs go on the device when they fit ([`GpuConfig::device_eval`]).
+    device_eval: bool,
     table: Mutex<HashMap<String, Arc<Loaded>>>,
     /// One placement at a time on this device, so two partitions of a new circuit do not
     /// both upload it.
@@ -184,6 +190,7 @@ impl DeviceState {
             lanes,
             preparer,
             residency: config.residency,
+            device_eval: config.device_eval,
             table: Mutex::new(HashMap::new()),
             load_lock: Mutex::new(()),
             prepare_lock: Mutex::new(()),
@@ -215,7 +222,13 @@ impl DeviceState {
         }
         let _alone = lock(&self.prepare_lock);
         let start = Instant::now();
-        let prepared = prover.prepare(loaded.params(), pce, &loaded.density, witness)?;
+        let prepared = prover.prepare_with(
+            loaded.params(),
+            pce,
+            &loaded.density,
+            loaded.device_pce.as_ref(),
+            witness,
+        )?;
         lock(&self.counters).prepare += start.elapsed();
         Ok(prepared)
     }
@@ -263,6 +276,7 @@ impl DeviceState {
         &self,
         key: &str,
         host: &Arc<PreparedParameters>,
+        pce: &Pce,
         density: &Arc<Density>,
     ) -> Result<Arc<Loaded>, GpuError> {
         if let Some(loaded) = self.placed_for(key, host) {
@@ -274,9 +288,10 @@ impl DeviceState {
         }
         let ordinal = self.ordinal();
         let queries = Queries::of(host);
-        let wanted = self.wanted(&queries);
+        let plain = self.wanted(&queries);
+        let evaluating = self.wanted_evaluating(&queries, pce);
         let capacity = self.vram.capacity();
-        let (placement, entries) = {
+        let (placement, wanted, entries) = {
             let mut table = lock(&self.table);
             let entries: Vec<(String, Arc<Loaded>)> = table
                 .iter()
@@ -292,20 +307,34 @@ impl DeviceState {
                     last_used: l.last_used(),
                 })
                 .collect();
-            let placement = place(self.residency, capacity, &placed, &wanted).ok_or_else(|| {
-                GpuError::NoRoom {
-                    ordinal,
-                    circuit_key: key.to_string(),
-                    needed: needed_bytes(self.residency, &placed, &wanted),
-                    capacity,
-                }
-            })?;
+            // With the PCE on the device when that keeps the parameters resident, else as
+            // before (the host evaluates).
+            let with_pce = evaluating.and_then(|w| {
+                place(self.residency, capacity, &placed, &w)
+                    .filter(|p| p.resident)
+                    .map(|p| (p, w))
+            });
+            let (placement, wanted) = match with_pce {
+                Some(found) => found,
+                None => (
+                    place(self.residency, capacity, &placed, &plain).ok_or_else(|| {
+                        GpuError::NoRoom {
+                            ordinal,
+                            circuit_key: key.to_string(),
+                            needed: needed_bytes(self.residency, &placed, &plain),
+                            capacity,
+                        }
+                    })?,
+                    plain,
+                ),
+            };
             for &i in &placement.evict {
                 tracing::info!(device = ordinal, circuit = %entries[i].0, for_circuit = %key, "evicting idle parameters to make room");
                 table.remove(&entries[i].0);
             }
-            (placement, entries)
+            (placement, wanted, entries)
         };
+        let evaluate = placement.resident && wanted != plain;
         // The evicted entries drop here, outside the table's lock (freeing waits for the
         // device), releasing their memory and reservations.
         drop(entries);
@@ -340,11 +369,25 @@ impl DeviceState {
             },
         )?;
         let params = loader.load(Arc::clone(host))?;
+        let (device_pce, bytes, working_set, reservation) = if evaluate {
+            self.place_pce(
+                &loader,
+                key,
+                pce,
+                density,
+                &plain,
+                (bytes, working_set),
+                reservation,
+            )
+        } else {
+            (None, bytes, working_set, reservation)
+        };
         drop(loader);
         let loaded = Arc::new(Loaded {
             key: key.to_string(),
             params: Some(params),
             density: Arc::clone(density),
+            device_pce,
             queries,
             resident: placement.resident,
             bytes,
@@ -360,12 +403,78 @@ impl DeviceState {
             device = ordinal,
             circuit = %key,
             resident = placement.resident,
+            eval_on_device = loaded.device_pce.is_some(),
             bytes = %Bytes(bytes),
             working_set = %Bytes(working_set),
             ms = start.elapsed().as_millis() as u64,
             "parameters placed"
         );
         Ok(loaded)
+    }
+
+    /// What placing parameters of `queries` with `pce` on the device asks of it, when this
+    /// device evaluates on the device and the PCE can go there.
+    fn wanted_evaluating(&self, queries: &Queries, pce: &Pce) -> Option<Wanted> {
+        if !self.device_eval || self.residency == Residency::Streamed {
+            return None;
+        }
+        let pce_bytes = DevicePce::bytes_for(pce)?;
+        let plain = self.wanted(queries);
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let extra = device_eval_bytes(
+            pce.num_inputs,
+            pce.num_aux,
+            count(queries.a),
+            count(queries.b_g1),
+        );
+        Some(Wanted {
+            bytes: plain.bytes + pce_bytes,
+            resident_working_set: plain.resident_working_set + extra,
+            streamed_working_set: plain.streamed_working_set,
+        })
+    }
+
+    /// Uploads `pce` with `loader` beside parameters placed for it; returns it with the
+    /// placement's bytes and working set (`placed`) and its reservation. If the upload fails
+    /// the circuit's proofs evaluate on the host: the figures become `plain`'s and the
+    /// reservation shrinks to them.
+    #[allow(clippy::too_many_arguments)]
+    fn place_pce(
+        &self,
+        loader: &GpuProver,
+        key: &str,
+        pce: &Pce,
+        density: &Density,
+        plain: &Wanted,
+        placed: (u64, u64),
+        reservation: Option<Reservation>,
+    ) -> (Option<Arc<DevicePce>>, u64, u64, Option<Reservation>) {
+        let start = Instant::now();
+        match loader.place_pce(pce, density) {
+            Ok(dp) => {
+                tracing::info!(
+                    device = self.ordinal(),
+                    circuit = %key,
+                    bytes = %Bytes(dp.bytes()),
+                    ms = start.elapsed().as_millis() as u64,
+                    "PCE placed on the device: a, b, c are evaluated there"
+                );
+                (Some(Arc::new(dp)), placed.0, placed.1, reservation)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    device = self.ordinal(),
+                    circuit = %key,
+                    error = %e,
+                    "placing the PCE on the device failed: the host evaluates a, b, c"
+                );
+                let reservation = reservation.map(|mut r| {
+                    r.shrink_to(plain.bytes);
+                    r
+                });
+                (None, plain.bytes, plain.resident_working_set, reservation)
+            }
+        }
     }
 
     /// What placing parameters of `queries` asks of this device.
@@ -433,6 +542,9 @@ impl DeviceState {
             key: key.to_string(),
             params: Some(dp),
             density: Arc::clone(density),
+            // Parameters made on the device are proved with host evaluation until they are
+            // placed again (after an eviction), when the PCE goes beside them if it fits.
+            device_pce: None,
             queries,
             resident: true,
             bytes: wanted.bytes,
@@ -547,6 +659,7 @@ impl DeviceState {
                 circuit_key: l.key.clone(),
                 bytes: l.bytes,
                 resident: l.resident,
+                eval_on_device: l.device_pce.is_some(),
                 pinned: l.is_pinned(),
                 in_use: Arc::strong_count(l) - 1,
                 idle: l.last_used().elapsed(),

@@ -1,7 +1,8 @@
 //! The CUDA backend under the real scheduler, on real GPUs: two lanes sharing a tight VRAM
 //! budget, an injected allocation fault that fails one job alone, jobs pinned to their
 //! device (both devices used where there are two), parameters generated on the GPU, kept
-//! resident, preloaded, evicted and evicted when idle. Every proof is verified by the
+//! resident, preloaded, evicted and evicted when idle; the PCE on the device when the
+//! budget holds it. Every proof is verified by the
 //! scheduler and again here. One test binary for the whole crate (the bundle needs that).
 
 use cuzk_cuda::Device;
@@ -323,5 +324,74 @@ fn gpu_parameters_made_again_for_a_placed_circuit_replace_them() {
             "round {round}: the proof is not made with the parameters the call brought"
         );
         assert_eq!(placed(&backend), [key], "one placement per circuit");
+    }
+}
+
+/// A circuit's PCE goes on the device beside its resident parameters exactly when the budget
+/// holds both and the larger working set (then its proofs evaluate a, b, c there); one byte
+/// less, or `device_eval` off, and the host evaluates. Every proof verifies, and the driver
+/// never sees more than the budget above its baseline.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_the_pce_goes_on_the_device_when_the_budget_holds_it_else_the_host_evaluates() {
+    let log_n = 16;
+    let n = 1u64 << log_n;
+    let msm = 512u64 << 20;
+    let pce = cuzk_circuits::SyntheticPoRep::new((n - 2) as usize, 0).pce();
+    let params = cuzk_groth16::generate_parameters(&pce, &mut rand::rngs::OsRng).unwrap();
+    let queries = Queries::of(&cuzk_groth16::PreparedParameters::from(&params));
+    let pce_bytes = cuzk_prover::DevicePce::bytes_for(&pce).expect("fits 32-bit pointers");
+    let extra = cuzk_prover::device_eval_bytes(
+        pce.num_inputs,
+        pce.num_aux,
+        queries.a as usize,
+        queries.b_g1 as usize,
+    );
+    let plain = queries.resident_bytes() + sizes::resident_working_set(n, msm);
+    let evaluating = plain + pce_bytes + extra;
+    let device = Device::open(0).unwrap();
+    for (capacity, device_eval, on_device) in [
+        (evaluating, true, true),
+        (evaluating - 1, true, false),
+        (evaluating + GIB, false, false),
+    ] {
+        let (s, backend) = start(GpuConfig {
+            vram: VramPolicy::Fixed(capacity),
+            msm_vram: Some(msm),
+            residency: Residency::Resident,
+            device_eval,
+            ..config(vec![0], 1)
+        });
+        s.registry()
+            .supply_parameters(format!("synthetic-porep-{}", n - 2), params.clone());
+        let sampler = DriverSampler::start(&device, Duration::from_millis(2)).unwrap();
+        for seed in 0..3 {
+            let out = s
+                .prove_blocking(porep(log_n, 7 + seed, 2))
+                .expect("every job succeeds");
+            verify(&s, &out);
+        }
+        let report = sampler.stop().unwrap();
+        let m = s.metrics();
+        let placed = &m.devices[0].parameters;
+        assert!(
+            placed
+                .iter()
+                .all(|p| p.resident && p.eval_on_device == on_device),
+            "budget {capacity} (device_eval {device_eval}): {placed:?}"
+        );
+        let vram = backend.vram_budgets()[0].clone();
+        assert!(vram.high_water() <= capacity);
+        let gained = report.peak_above_baseline();
+        let slack = 512u64 << 20;
+        assert!(
+            gained <= capacity + slack,
+            "the driver saw {gained} bytes above the baseline; budget {capacity} + slack {slack}"
+        );
+        eprintln!(
+            "budget {capacity} B, device_eval {device_eval}: on device {on_device}, ledger high water {} B, driver +{gained} B",
+            vram.high_water()
+        );
+        drop(s);
     }
 }

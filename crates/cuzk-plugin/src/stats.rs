@@ -60,6 +60,8 @@ pub struct DeviceParameterStats {
     pub bytes: u64,
     /// Uploaded and kept on the device (rather than streamed from the host per proof).
     pub resident: bool,
+    /// The circuit's PCE is on the device beside them: its proofs evaluate a, b, c there.
+    pub eval_on_device: bool,
     /// Kept from idle eviction (preloaded).
     pub pinned: bool,
     /// Partitions prepared or proving with them now.

@@ -78,6 +78,23 @@ pub enum Error {
     #[error("the prepared witness was proved already (its pinned buffers are back in the pool)")]
     Proved,
 
+    /// A PCE matrix has too many entries to be evaluated on the device (its row pointers
+    /// there are 32-bit); such a circuit evaluates on the host.
+    #[error(
+        "a PCE matrix of {entries} entries cannot be evaluated on the device (at most 2^32 - 1)"
+    )]
+    PceTooLarge {
+        /// The matrix's entry count.
+        entries: usize,
+    },
+
+    /// A witness prepared for evaluation on the device was given to a proof whose
+    /// parameters are streamed (device evaluation needs them resident).
+    #[error(
+        "the witness was prepared for evaluation on the device, which needs resident parameters"
+    )]
+    NotResident,
+
     /// Device-resident parameters were used with a prover on another device.
     #[error("parameters are resident on device {params}, the prover runs on device {prover}")]
     WrongDevice {

@@ -7,6 +7,9 @@
 //! - [`GpuProver`] proves one witness ([`GpuProver::prove`]) or a batch, with the H step
 //!   (iNTT, coset NTT, (a·b − c)/Z, coset iNTT) and the five MSMs on the device;
 //!   [`PreparedWitness`] is the CPU half of a proof, made while the device proves another.
+//! - [`DevicePce`] is a circuit's PCE placed on a device ([`GpuProver::place_pce`]): with it
+//!   (and resident parameters) a proof uploads only the witness and evaluates, checks and
+//!   gathers a, b, c and the MSM scalars on the device ([`GpuProver::prepare_with`]).
 //! - [`generate_parameters_gpu`] and its variants make parameters with the fixed-base
 //!   multiplications on the device, equal to the CPU generator's for the same toxic waste.
 //!
@@ -20,6 +23,7 @@
 //! Errors are [`Error`]: the reference's checks ([`Error::Groth16`]) or the device's.
 #![forbid(unsafe_code)]
 
+mod device_pce;
 mod error;
 mod one_call;
 mod paramgen;
@@ -28,6 +32,7 @@ mod prep;
 mod prover;
 mod stage;
 
+pub use device_pce::{device_eval_bytes, DevicePce};
 pub use error::{Error, Result};
 #[cfg(feature = "bellperson")]
 pub use one_call::to_bellperson;

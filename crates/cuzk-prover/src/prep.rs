@@ -1,16 +1,21 @@
-//! The CPU side of a GPU proof: one witness evaluated, checked and laid out in pinned host
-//! memory, ready for the device — a, b, c over the whole domain, the aux assignment (L) and
-//! the density-filtered scalars of A and B. Runs while the device proves the previous
-//! witness; the pinned buffers come from the device's pinned pool and go back to it, so no
-//! proof pays for pinning or freeing.
+//! The CPU side of a GPU proof, run while the device proves the previous witness. On the
+//! host path one witness is evaluated, checked and laid out in pinned host memory — a, b, c
+//! over the whole domain, the aux assignment (L) and the density-filtered scalars of A and B.
+//! When the circuit's PCE is on the device ([`DevicePce`]) and the parameters are resident,
+//! only the witness is laid out: the device evaluates and checks a, b, c and gathers the
+//! scalars itself. The pinned buffers come from the device's pinned pool and go back to it,
+//! so no proof pays for pinning or freeing.
 
+use crate::device_pce::DevicePce;
 use crate::error::{Error, Result};
 use cuzk_field::{FrRepr, Scalar};
 use cuzk_groth16::parts::{check_queries, check_witness, Shape};
 use cuzk_mem::{PinnedPool, PooledPinned};
+use cuzk_msm::gpu::Split;
 use cuzk_synth::{Bitmap, Density, Pce, Witness};
 use rayon::prelude::*;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Bits per compaction block: a multiple of 64, so blocks start on bitmap words.
@@ -82,17 +87,79 @@ impl Buffers {
     }
 }
 
+/// The witness alone, in pinned memory, for a proof that evaluates a, b, c on the device.
+pub(crate) struct WitnessOnly {
+    pub lengths: Lengths,
+    /// The aux assignment (also the L scalars).
+    pub aux: PooledPinned<FrRepr>,
+    pub inputs: Vec<FrRepr>,
+    pub pce: Arc<DevicePce>,
+    /// The 0/1 split of the L, A and B MSMs, decided from host samples of their scalars
+    /// (the engine leaves device scalars dense otherwise).
+    pub splits: Splits,
+}
+
+/// The 0/1 split of each MSM that reads witness values.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Splits {
+    pub l: Split,
+    pub a: Split,
+    pub b: Split,
+}
+
+impl Splits {
+    /// Decided from about [`Split::SAMPLES`] values of each MSM's scalars: the aux for L,
+    /// and the aux A and B use (drawn at evenly spaced positions, kept where the density
+    /// bit is set) with the inputs for A and B.
+    fn sample(aux: &[FrRepr], inputs: &[FrRepr], density: &Density) -> Splits {
+        let step = (aux.len() / Split::SAMPLES).max(1);
+        let picked = |bits: &Bitmap| {
+            (0..aux.len())
+                .step_by(step)
+                .filter(|&i| bits.get(i))
+                .map(|i| &aux[i])
+                .collect::<Vec<_>>()
+        };
+        let (in_a, in_b) = (picked(&density.a_aux), picked(&density.b_aux));
+        let b_inputs = density.b_input.iter_ones().map(|i| &inputs[i]);
+        Splits {
+            l: Split::for_sample(aux.iter().step_by(step)),
+            a: Split::for_sample(inputs.iter().chain(in_a)),
+            b: Split::for_sample(b_inputs.chain(in_b)),
+        }
+    }
+}
+
+/// What a prepared witness holds for its proof.
+pub(crate) enum Staged {
+    /// a, b, c evaluated and checked on the host, with the MSM scalars laid out.
+    Host(Box<Buffers>),
+    /// The witness alone; the device evaluates it with the circuit's [`DevicePce`].
+    Device(WitnessOnly),
+}
+
+impl Staged {
+    pub(crate) fn lengths(&self) -> Lengths {
+        match self {
+            Staged::Host(b) => b.lengths,
+            Staged::Device(w) => w.lengths,
+        }
+    }
+}
+
 /// One witness ready for the device (see the module docs). Proved once: its buffers go back
 /// to the prover's pool as soon as the proof has queued its last read of them (the next
 /// writer waits for those copies), or when it is dropped unproved.
 pub struct PreparedWitness {
     /// `None` once a proof has given the buffers back.
-    pub(crate) buffers: Option<Buffers>,
+    pub(crate) staged: Option<Staged>,
     pub(crate) log_n: u32,
     pub(crate) shape: Shape,
-    /// Milliseconds spent evaluating and checking a, b, c.
+    /// Milliseconds spent evaluating and checking a, b, c on the host (0 when the device
+    /// evaluates them).
     pub eval_ms: f64,
-    /// Milliseconds spent laying out the MSM scalars.
+    /// Milliseconds spent laying out the MSM scalars (the witness alone when the device
+    /// evaluates).
     pub scalars_ms: f64,
 }
 
@@ -100,7 +167,8 @@ impl fmt::Debug for PreparedWitness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreparedWitness")
             .field("log_n", &self.log_n)
-            .field("lengths", &self.buffers.as_ref().map(|b| b.lengths))
+            .field("lengths", &self.staged.as_ref().map(Staged::lengths))
+            .field("on_device", &self.evaluates_on_device())
             .finish_non_exhaustive()
     }
 }
@@ -113,17 +181,33 @@ impl PreparedWitness {
 
     /// Whether a proof has read the witness already (and given its buffers back).
     pub fn is_proved(&self) -> bool {
-        self.buffers.is_none()
+        self.staged.is_none()
     }
 
-    /// The pinned buffers, unless a proof has given them back.
+    /// Whether its proof evaluates a, b, c on the device (the witness alone was laid out).
+    pub fn evaluates_on_device(&self) -> bool {
+        matches!(self.staged, Some(Staged::Device(_)))
+    }
+
+    /// What it holds, unless a proof has given it back.
+    pub(crate) fn staged(&self) -> Result<&Staged> {
+        self.staged.as_ref().ok_or(Error::Proved)
+    }
+
+    /// The host path's pinned buffers, unless a proof has given them back.
     pub(crate) fn buffers(&self) -> Result<&Buffers> {
-        self.buffers.as_ref().ok_or(Error::Proved)
+        match self.staged()? {
+            Staged::Host(b) => Ok(b),
+            Staged::Device(_) => Err(Error::NotResident),
+        }
     }
 
-    /// The pinned buffers for writing, unless a proof has given them back.
+    /// The host path's pinned buffers for writing, unless a proof has given them back.
     pub(crate) fn buffers_mut(&mut self) -> Result<&mut Buffers> {
-        self.buffers.as_mut().ok_or(Error::Proved)
+        match self.staged.as_mut().ok_or(Error::Proved)? {
+            Staged::Host(b) => Ok(b),
+            Staged::Device(_) => Err(Error::NotResident),
+        }
     }
 }
 
@@ -192,10 +276,61 @@ pub(crate) fn prepare(
     let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
 
     Ok(PreparedWitness {
-        buffers: Some(buffers),
+        staged: Some(Staged::Host(Box::new(buffers))),
         log_n,
         shape: *shape,
         eval_ms,
+        scalars_ms,
+    })
+}
+
+/// Checks `witness` against the parameters' shape and the device PCE, and lays out the
+/// witness alone in pinned memory for a proof that evaluates it on the device.
+pub(crate) fn prepare_for_device(
+    pool: &PinnedPool,
+    shape: &Shape,
+    pce: &Arc<DevicePce>,
+    density: &Density,
+    witness: &Witness,
+) -> Result<PreparedWitness> {
+    check_witness(shape, &witness.inputs, &witness.aux)?;
+    if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
+        return Err(Error::shape(
+            "device PCE variables (inputs + aux)",
+            witness.inputs.len() + witness.aux.len(),
+            pce.num_inputs + pce.num_aux,
+        ));
+    }
+    let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.rows())?;
+    let lengths = Lengths::of(shape);
+    if pce.a_len() != lengths.a || pce.b_len() != lengths.b {
+        return Err(Error::shape(
+            "A and B scalars of the device PCE's density",
+            lengths.a + lengths.b,
+            pce.a_len() + pce.b_len(),
+        ));
+    }
+    let mut aux_buf = pool.acquire_blocking::<FrRepr>(lengths.aux.max(1), None)?;
+    let start = Instant::now();
+    aux_buf.as_mut_slice()?[..lengths.aux]
+        .par_iter_mut()
+        .zip(witness.aux.par_iter())
+        .with_min_len(4096)
+        .for_each(|(d, s)| *d = (*s).into());
+    let inputs: Vec<FrRepr> = witness.inputs.iter().map(|&s| s.into()).collect();
+    let splits = Splits::sample(&aux_buf.as_slice()?[..lengths.aux], &inputs, density);
+    let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(PreparedWitness {
+        staged: Some(Staged::Device(WitnessOnly {
+            lengths,
+            aux: aux_buf,
+            inputs,
+            pce: Arc::clone(pce),
+            splits,
+        })),
+        log_n,
+        shape: *shape,
+        eval_ms: 0.0,
         scalars_ms,
     })
 }

@@ -7,19 +7,28 @@
 //! compute stream: MSM L, MSM A, MSM B₁, MSM B₂ ┴─ H step (iNTT, coset NTT, (a·b−c)/Z, coset iNTT) ─ MSM H (h stays on the device)
 //! host:           assemble with r, s
 //! ```
+//! With the circuit's PCE on the device ([`DevicePce`], parameters resident), the witness
+//! goes up instead of a, b, c:
+//! ```text
+//! copy stream:    upload w ┐
+//! compute stream:          └ a, b, c = A·w, B·w, C·w and a·b = c checked ─ MSM L ─ gather A, MSM A
+//!                 ─ gather B, MSM B₁, MSM B₂ ─ H step ─ MSM H
+//! ```
 //! Parameters streamed (they do not fit the VRAM budget): upload a, b, c → H step → h back to
 //! pinned memory, the a/b/c buffers freed → every MSM with its bases copied in chunks.
 
+use crate::device_pce::{device_eval_bytes, DevicePce};
 use crate::error::{Error, Result};
 use crate::params::{DeviceParameters, Queries, Residency, Store};
-use crate::prep::{prepare, PreparedWitness};
+use crate::prep::{prepare, prepare_for_device, PreparedWitness, Staged, WitnessOnly};
 use crate::stage::{HostPoint, Stager, STAGE_BYTES};
+use cuzk_cuda::sparse::{self, ALL_SATISFIED};
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream, Timeline};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
 use cuzk_groth16::parts::{assemble, check_delta, Sums};
 use cuzk_groth16::{PreparedParameters, Proof};
 use cuzk_mem::{Budget, MemInfo, PinnedPool, PooledPinned, Reservation};
-use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars};
+use cuzk_msm::gpu::{Bases, MsmConfig, MsmEngine, Scalars, Split};
 use cuzk_msm::{MsmCurve, G1, G2};
 use cuzk_ntt::gpu::NttEngine;
 use cuzk_synth::{Density, Pce, Witness};
@@ -86,11 +95,15 @@ impl Default for GpuProverConfig {
 /// the rest on the host.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProofTimings {
-    /// Evaluating and checking a, b, c into pinned memory (host).
+    /// Evaluating and checking a, b, c: into pinned memory on the host, or on the device
+    /// (compute stream) when [`ProofTimings::eval_on_device`].
     pub eval_ms: f64,
-    /// Laying out the MSM scalars (host).
+    /// Laying out the MSM scalars (host; the witness alone when the device evaluates).
     pub scalars_ms: f64,
-    /// Copying a, b, c to the device (copy stream; overlaps the first MSMs when resident).
+    /// Gathering the A and B scalars out of the witness on the device (device evaluation).
+    pub gather_ms: f64,
+    /// Copying a, b, c to the device, or the witness when the device evaluates (copy
+    /// stream; overlaps the first MSMs when resident).
     pub upload_ms: f64,
     /// The H step: iNTT, coset NTT, (a·b − c)/Z, coset iNTT.
     pub ntt_ms: f64,
@@ -116,6 +129,8 @@ pub struct ProofTimings {
     pub prove_ms: f64,
     /// Whether the parameters were resident.
     pub resident: bool,
+    /// Whether a, b, c were evaluated on the device (from the circuit's [`DevicePce`]).
+    pub eval_on_device: bool,
     /// Witness bytes the proof copied from host to device: a, b and c, and every scalar the
     /// MSMs read from host memory (B's twice, for G1 and G2; with streamed parameters also
     /// h, which comes back to the host for its MSM). Streamed parameters' points are not
@@ -137,6 +152,7 @@ impl ProofTimings {
         vec![
             ("eval", self.eval_ms),
             ("scalars", self.scalars_ms),
+            ("gather", self.gather_ms),
             ("upload", self.upload_ms),
             ("ntt", self.ntt_ms),
             ("msm_h", self.msm_h_ms),
@@ -252,8 +268,50 @@ impl GpuProver {
         density: &Density,
         witness: &Witness,
     ) -> Result<PreparedWitness> {
+        self.prepare_with(params, pce, density, None, witness)
+    }
+
+    /// [`GpuProver::prepare`], or, when `device_pce` is given and the parameters are
+    /// resident, the witness alone laid out for a proof that evaluates and checks a, b, c on
+    /// the device. Both give the same proof. `device_pce` must be `pce` placed on this
+    /// prover's device ([`GpuProver::place_pce`]).
+    pub fn prepare_with(
+        &self,
+        params: &DeviceParameters,
+        pce: &Pce,
+        density: &Density,
+        device_pce: Option<&Arc<DevicePce>>,
+        witness: &Witness,
+    ) -> Result<PreparedWitness> {
         let _span = tracing::debug_span!("gpu_prepare", aux = witness.aux.len()).entered();
-        prepare(&self.pool, &params.shape, pce, density, witness)
+        match device_pce {
+            Some(dp) if params.is_resident() => {
+                if dp.ordinal() != self.device.ordinal() {
+                    return Err(Error::wrong_device(dp.ordinal(), self.device.ordinal()));
+                }
+                if dp.rows() != pce.num_rows() {
+                    return Err(Error::shape("device PCE rows", pce.num_rows(), dp.rows()));
+                }
+                prepare_for_device(&self.pool, &params.shape, dp, density, witness)
+            }
+            _ => prepare(&self.pool, &params.shape, pce, density, witness),
+        }
+    }
+
+    /// Places `pce`'s matrices and `density`'s bitmaps on this prover's device, reserving
+    /// their bytes under its budget (if any) for as long as the result lives. Fails with
+    /// [`Error::PceTooLarge`] for a matrix of 2^32 entries or more (evaluate such a circuit
+    /// on the host).
+    pub fn place_pce(&self, pce: &Pce, density: &Density) -> Result<DevicePce> {
+        let bytes = DevicePce::bytes_for(pce).ok_or_else(|| Error::PceTooLarge {
+            entries: [&pce.a, &pce.b, &pce.c]
+                .iter()
+                .map(|m| m.nnz())
+                .max()
+                .unwrap_or(0),
+        })?;
+        let reservation = self.reserve(bytes)?;
+        DevicePce::upload(&self.stream, pce, density, reservation)
     }
 
     /// Proves one witness with randomness `r`, `s`: [`GpuProver::prepare`] then
@@ -353,20 +411,35 @@ impl GpuProver {
         let mut marks = Timeline::new(&self.device);
 
         let resident = params.is_resident();
-        let lengths = prepared.buffers()?.lengths;
-        let elems = 3 * lengths.n
-            + lengths.aux
-            + lengths.a
-            + 2 * lengths.b
-            + if resident { 0 } else { lengths.n };
+        let on_device = prepared.evaluates_on_device();
+        let lengths = prepared.staged()?.lengths();
+        let elems = if on_device {
+            params.shape.ic + lengths.aux
+        } else {
+            3 * lengths.n
+                + lengths.aux
+                + lengths.a
+                + 2 * lengths.b
+                + if resident { 0 } else { lengths.n }
+        };
         let mut timings = ProofTimings {
             eval_ms: prepared.eval_ms,
             scalars_ms: prepared.scalars_ms,
             resident,
+            eval_on_device: on_device,
             witness_upload_bytes: (elems * std::mem::size_of::<FrRepr>()) as u64,
             ..ProofTimings::default()
         };
         let sums = match &params.store {
+            Store::Resident(q) if on_device => self.prove_evaluating(
+                params,
+                q,
+                prepared,
+                &mut marks,
+                &mut timings,
+                stage_bytes,
+                msm_default,
+            )?,
             Store::Resident(q) => {
                 let Queries {
                     h,
@@ -405,7 +478,7 @@ impl GpuProver {
                 // above wait for their last copy from host memory): the set goes back to the
                 // pool now, so the next partition's preparation overlaps the H step and msm_h
                 // (its writes wait for the queued copies).
-                prepared.buffers = None;
+                prepared.staged = None;
                 self.stream.wait(&upload.1)?;
                 timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
                 marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
@@ -432,6 +505,7 @@ impl GpuProver {
                     b_g2: b_g2_sum,
                 }
             }
+            Store::Streamed(_) if on_device => return Err(Error::NotResident),
             Store::Streamed(host) => self.prove_streamed(
                 host,
                 prepared,
@@ -441,6 +515,10 @@ impl GpuProver {
                 msm_default,
             )?,
         };
+        if on_device {
+            timings.eval_ms = marks.total("eval")?;
+            timings.gather_ms = marks.total("gather")?;
+        }
         for (name, field) in [
             ("ntt", &mut timings.ntt_ms),
             ("msm_h", &mut timings.msm_h_ms),
@@ -451,7 +529,11 @@ impl GpuProver {
         ] {
             *field = marks.total(name)?;
         }
-        timings.gpu_busy_ms = timings.ntt_ms
+        timings.gpu_busy_ms = if on_device {
+            timings.eval_ms + timings.gather_ms
+        } else {
+            0.0
+        } + timings.ntt_ms
             + timings.msm_h_ms
             + timings.msm_l_ms
             + timings.msm_a_ms
@@ -463,6 +545,185 @@ impl GpuProver {
         timings.prove_ms = start.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(?timings, "gpu proof");
         Ok((proof, timings))
+    }
+
+    /// The resident path with a, b, c evaluated on the device (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    fn prove_evaluating(
+        &self,
+        params: &DeviceParameters,
+        q: &Queries,
+        prepared: &mut PreparedWitness,
+        marks: &mut Timeline,
+        timings: &mut ProofTimings,
+        stage_bytes: u64,
+        msm_default: u64,
+    ) -> Result<Sums> {
+        let Queries {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        } = q;
+        let n = prepared.domain_size();
+        let Some(Staged::Device(WitnessOnly {
+            lengths,
+            aux: aux_host,
+            inputs: inputs_host,
+            pce,
+            splits,
+        })) = &prepared.staged
+        else {
+            return Err(Error::Proved);
+        };
+        let (lengths, pce, splits) = (*lengths, Arc::clone(pce), *splits);
+        if pce.ordinal() != self.device.ordinal() {
+            return Err(Error::wrong_device(pce.ordinal(), self.device.ordinal()));
+        }
+        let ni = inputs_host.len();
+        let extra = device_eval_bytes(ni, lengths.aux, lengths.a, lengths.b);
+        let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes + extra)?;
+        let reservation = self.reserve(stage_bytes + extra + msm_vram)?;
+        let config = self.msm_config(msm_vram);
+
+        // The witness up on the copy stream; the pinned set goes back to the pool once the
+        // copy is queued (the next writer waits for it).
+        let (start, end) = (self.device.new_event()?, self.device.new_event()?);
+        let mut aux = self.copy.alloc::<FrRepr>(lengths.aux.max(1))?;
+        self.copy.record(&start)?;
+        if lengths.aux > 0 {
+            self.copy
+                .copy_pinned_to_device(aux_host, &mut aux.slice_mut(..lengths.aux))?;
+        } else {
+            self.copy.zero(&mut aux)?;
+        }
+        let mut inputs = self.copy.alloc::<FrRepr>(ni.max(1))?;
+        if ni > 0 {
+            self.copy
+                .copy_to_device(inputs_host, &mut inputs.slice_mut(..ni))?;
+        }
+        self.copy.record(&end)?;
+        prepared.staged = None;
+        let alloc = || self.stream.alloc::<FrRepr>(n);
+        let mut abc = [alloc()?, alloc()?, alloc()?];
+        self.stream.wait(&end)?;
+        timings.upload_ms = f64::from(start.elapsed_ms(&end)?);
+
+        let mut failing = self.stream.upload(&[ALL_SATISFIED])?;
+        marks.span(&self.stream, "eval", || {
+            let [ea, eb, ec] = &mut abc;
+            sparse::eval_abc(
+                &self.stream,
+                [&pce.a, &pce.b, &pce.c],
+                &inputs.slice(..ni),
+                &aux.slice(..lengths.aux),
+                [ea, eb, ec],
+                &mut failing,
+            )
+        })?;
+        let first_failing = self.stream.download(&failing)?[0];
+        if first_failing != ALL_SATISFIED {
+            return Err(cuzk_groth16::Error::Unsatisfied {
+                row: first_failing as usize,
+            }
+            .into());
+        }
+        let with = |split: Split| MsmConfig { split, ..config };
+
+        let l_sum = marks.span(&self.stream, "msm_l", || {
+            self.msm_device::<G1>(l, &aux, lengths.aux, &with(splits.l))
+        })?;
+        // A: every input, then the aux in A.
+        let mut scalars = self
+            .stream
+            .alloc::<FrRepr>(lengths.a.max(lengths.b).max(1))?;
+        marks.span(&self.stream, "gather", || -> Result<()> {
+            if ni > 0 {
+                self.stream
+                    .copy_on_device(&inputs.slice(..ni), &mut scalars.slice_mut(..ni))?;
+            }
+            sparse::gather(
+                &self.stream,
+                &aux.slice(..lengths.aux),
+                &pce.a_aux,
+                &mut scalars.slice_mut(ni..lengths.a),
+            )?;
+            Ok(())
+        })?;
+        let a_sum = marks.span(&self.stream, "msm_a", || {
+            self.msm_device::<G1>(a, &scalars, lengths.a, &with(splits.a))
+        })?;
+        // B: the inputs in B, then the aux in B.
+        let split = pce.b_input.ones();
+        marks.span(&self.stream, "gather", || -> Result<()> {
+            sparse::gather(
+                &self.stream,
+                &inputs.slice(..ni),
+                &pce.b_input,
+                &mut scalars.slice_mut(..split),
+            )?;
+            sparse::gather(
+                &self.stream,
+                &aux.slice(..lengths.aux),
+                &pce.b_aux,
+                &mut scalars.slice_mut(split..lengths.b),
+            )?;
+            Ok(())
+        })?;
+        let b_g1_sum = marks.span(&self.stream, "msm_b_g1", || {
+            self.msm_device::<G1>(b_g1, &scalars, lengths.b, &with(splits.b))
+        })?;
+        let b_g2_sum = marks.span(&self.stream, "msm_b_g2", || {
+            self.msm_device::<G2>(b_g2, &scalars, lengths.b, &with(splits.b))
+        })?;
+        drop((scalars, aux, inputs, failing));
+
+        marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
+        let h_sum = marks.span(&self.stream, "msm_h", || {
+            Ok::<_, Error>(
+                self.msm
+                    .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
+                    .0,
+            )
+        })?;
+        let free = Instant::now();
+        drop(abc);
+        self.release_if_metered();
+        self.stream.synchronize()?;
+        drop(reservation);
+        timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
+        timings.gpu_span_ms = f64::from(start.elapsed_ms(marks.last().expect("phases ran"))?);
+        Ok(Sums {
+            h: h_sum,
+            l: l_sum,
+            a: a_sum,
+            b_g1: b_g1_sum,
+            b_g2: b_g2_sum,
+        })
+    }
+
+    /// Σ scalars·bases over the first `len` scalars of a device buffer (the identity for
+    /// none).
+    fn msm_device<C: MsmCurve>(
+        &self,
+        bases: &Bases<C>,
+        scalars: &DeviceBuffer<FrRepr>,
+        len: usize,
+        config: &MsmConfig,
+    ) -> Result<C::Projective> {
+        if len == 0 {
+            return Ok(C::Projective::identity());
+        }
+        Ok(self
+            .msm
+            .msm_with::<C>(
+                &self.stream,
+                bases,
+                Scalars::DeviceRange(scalars, 0..len),
+                config,
+            )?
+            .0)
     }
 
     /// The streamed path (see the module docs).

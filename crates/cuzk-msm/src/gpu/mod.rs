@@ -165,6 +165,8 @@ pub enum Scalars<'a> {
     Host(&'a [FrRepr]),
     /// Device memory, read in place (for scalars a previous step left on the device).
     Device(&'a DeviceBuffer<FrRepr>),
+    /// Part of a device buffer, as [`Scalars::Device`].
+    DeviceRange(&'a DeviceBuffer<FrRepr>, Range<usize>),
 }
 
 impl Scalars<'_> {
@@ -175,6 +177,7 @@ impl Scalars<'_> {
             Scalars::PinnedRange(_, r) => r.len(),
             Scalars::Host(h) => h.len(),
             Scalars::Device(d) => d.len(),
+            Scalars::DeviceRange(_, r) => r.len(),
         }
     }
 
@@ -510,6 +513,22 @@ fn resolve(scalars: Scalars<'_>, ordinal: usize) -> Result<Source<'_>, MsmError>
             }
             Source::Device(d, 0)
         }
+        Scalars::DeviceRange(d, r) => {
+            if d.device_ordinal() != ordinal {
+                return Err(MsmError::WrongDevice {
+                    bases: ordinal,
+                    scalars: d.device_ordinal(),
+                });
+            }
+            if r.end > d.len() || r.start > r.end {
+                return Err(MsmError::RangeOutOfBounds {
+                    start: r.start,
+                    end: r.end,
+                    len: d.len(),
+                });
+            }
+            Source::Device(d, r.start)
+        }
     })
 }
 
@@ -551,19 +570,41 @@ fn workspace<'c, C: MsmCurve>(
         .expect("inserted above"))
 }
 
+/// The share of zeros and ones among `sample` (0 for an empty one).
+fn trivial_share<'a>(sample: impl IntoIterator<Item = &'a FrRepr>) -> f64 {
+    let (mut seen, mut trivial) = (0usize, 0usize);
+    for s in sample {
+        seen += 1;
+        trivial += usize::from(s.limbs == [0; 4] || s.limbs == FR_R);
+    }
+    if seen == 0 {
+        return 0.0;
+    }
+    trivial as f64 / seen as f64
+}
+
+impl Split {
+    /// Scalars the engine samples on the host to decide [`Split::Auto`]; a caller deciding
+    /// for device-resident scalars ([`Split::for_sample`]) draws about as many.
+    pub const SAMPLES: usize = SPLIT_SAMPLES;
+
+    /// What [`Split::Auto`] decides for host scalars like `sample` (drawn evenly from them):
+    /// [`Split::Always`] when at least 10% are zeros and ones, else [`Split::Dense`]. For
+    /// scalars on the device, which `Auto` leaves dense, decided from a host copy.
+    pub fn for_sample<'a>(sample: impl IntoIterator<Item = &'a FrRepr>) -> Split {
+        if trivial_share(sample) >= SPLIT_THRESHOLD {
+            Split::Always
+        } else {
+            Split::Dense
+        }
+    }
+}
+
 /// Whether to split off zeros and ones, and how many scalars are expected to remain.
 fn decide_split(source: &Source<'_>, n: usize, mode: Split) -> (bool, usize) {
     let sample = |h: &[FrRepr]| -> f64 {
-        if h.is_empty() {
-            return 0.0;
-        }
         let step = (h.len() / SPLIT_SAMPLES).max(1);
-        let picked: Vec<&FrRepr> = h.iter().step_by(step).collect();
-        let trivial = picked
-            .iter()
-            .filter(|s| s.limbs == [0; 4] || s.limbs == FR_R)
-            .count();
-        trivial as f64 / picked.len() as f64
+        trivial_share(h.iter().step_by(step))
     };
     match (mode, source) {
         (Split::Dense, _) => (false, n),

@@ -49,7 +49,7 @@ impl GpuProver {
     /// are the same with or without it.
     pub fn warm(&self, params: &DeviceParameters, sets: usize) -> Result<Warmed> {
         let t = Instant::now();
-        let (sets, buffers) = self.prewarm_buffers(params, sets)?;
+        let (sets, buffers) = self.prewarm_buffers(params, sets, false)?;
         let pinned_ms = ms_since(t);
 
         let lengths = Lengths::of(&params.shape);
@@ -111,16 +111,21 @@ impl GpuProver {
     /// waits for a proof to return the rest instead of pinning while that proof's MSMs run.
     /// Returns the whole sets stocked (0 when the pool has no room for one).
     pub fn prewarm(&self, params: &DeviceParameters, sets: usize) -> Result<usize> {
-        Ok(self.prewarm_buffers(params, sets)?.0)
+        Ok(self.prewarm_buffers(params, sets, false)?.0)
     }
 
     /// [`GpuProver::prewarm`], also returning the buffers stocked (those of a part set too).
+    /// With `witness_only`, a set is what a witness prepared for evaluation on the device
+    /// takes ([`GpuProver::prepare_with`]): its aux buffer alone.
     pub fn prewarm_buffers(
         &self,
         params: &DeviceParameters,
         sets: usize,
+        witness_only: bool,
     ) -> Result<(usize, usize)> {
-        let buffers = Lengths::of(&params.shape).buffer_bytes();
+        let lengths = Lengths::of(&params.shape);
+        let all = lengths.buffer_bytes();
+        let buffers: &[u64] = if witness_only { &all[3..4] } else { &all };
         let classes: Option<Vec<u64>> = buffers.iter().map(|&b| size_class(b)).collect();
         let Some(classes) = classes else {
             return Ok((0, 0));
