@@ -141,3 +141,38 @@ fn row_pointers(m: &Csr) -> Result<Vec<u32>> {
     // it), so none is truncated.
     Ok(m.row_ptr.iter().map(|&p| p as u32).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_synth::testing::RandomCircuit;
+
+    #[test]
+    fn planned_bytes_count_the_matrices_and_bitmaps() {
+        let pce = Pce::record(RandomCircuit::new(3, 200)).unwrap();
+        let matrices: u64 = [&pce.a, &pce.b, &pce.c]
+            .iter()
+            .map(|m| DeviceCsr::bytes_for(m.num_rows(), m.nnz(), m.table.len()))
+            .sum();
+        let bitmaps =
+            2 * DeviceBitmap::bytes_for(pce.num_aux) + DeviceBitmap::bytes_for(pce.num_inputs);
+        assert_eq!(DevicePce::bytes_for(&pce), Some(matrices + bitmaps));
+    }
+
+    #[test]
+    fn device_evaluation_adds_the_witness_and_the_larger_scalar_buffer() {
+        assert_eq!(device_eval_bytes(3, 100, 60, 80), 32 * (3 + 100 + 80) + 4);
+        assert_eq!(device_eval_bytes(0, 0, 0, 0), 32 * 3 + 4);
+    }
+
+    #[test]
+    fn row_pointers_narrow_to_32_bits() {
+        let pce = Pce::record(RandomCircuit::new(4, 50)).unwrap();
+        let narrow = row_pointers(&pce.a).unwrap();
+        assert_eq!(narrow.len(), pce.a.row_ptr.len());
+        assert!(narrow
+            .iter()
+            .zip(&pce.a.row_ptr)
+            .all(|(&n, &w)| u64::from(n) == w));
+    }
+}

@@ -384,6 +384,40 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
+    fn splits_follow_the_share_of_bits_in_each_msm() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let len = 20_000;
+        // Even positions hold bits, odd ones random values: L sees half bits; A uses the
+        // even positions only (all bits), B the odd ones only (none).
+        let aux: Vec<FrRepr> = (0..len)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Scalar::from((i % 4 == 0) as u64).into()
+                } else {
+                    Scalar::random(&mut rng).into()
+                }
+            })
+            .collect();
+        let mut density = Density {
+            a_aux: Bitmap::new(len),
+            b_input: Bitmap::new(1),
+            b_aux: Bitmap::new(len),
+        };
+        for i in 0..len {
+            if i % 2 == 0 {
+                density.a_aux.set(i);
+            } else {
+                density.b_aux.set(i);
+            }
+        }
+        let inputs = [Scalar::ONE.into()];
+        let splits = Splits::sample(&aux, &inputs, &density);
+        assert_eq!(splits.l, Split::Always);
+        assert_eq!(splits.a, Split::Always);
+        assert_eq!(splits.b, Split::Dense);
+    }
+
+    #[test]
     fn compaction_keeps_the_selected_elements_in_order() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         for len in [
