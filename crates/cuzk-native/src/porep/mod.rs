@@ -28,9 +28,10 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::ConstraintSystem;
 use bits::{num_to_bits_le, reverse_bit_numbering};
 use cuzk_field::Scalar;
-use cuzk_synth::WitnessCs;
+use cuzk_synth::{Witness, WitnessCs};
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::Hasher;
+use rayon::prelude::*;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{Proof, PublicInputs, StackedCircuit};
 use typenum::{U11, U2};
@@ -101,56 +102,91 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         proofs.iter().cloned().map(Into::into).collect(),
     );
 
-    // `Proof::synthesize`, one challenge after another.
-    for (proof, vanilla) in circuit_proofs.into_iter().zip(proofs) {
-        let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
-        cs.witness_mut().aux.push(data_leaf);
-        comm_d::comm_d_inclusion(
-            data_leaf,
-            &vanilla.comm_d_proofs.as_options(),
-            cs.witness_mut(),
-        )?;
+    // `Proof::synthesize`, one challenge after another. A challenge's values depend only on
+    // its own proofs and the replica id's bits, so the challenges run in parallel, each into
+    // a system of its own, and their sections are appended in challenge order.
+    let sections: Vec<Witness> = circuit_proofs
+        .into_par_iter()
+        .zip(proofs.par_iter())
+        .map(|(proof, vanilla)| {
+            // The circuit's per-challenge proof type has no public name: the body stays in
+            // this closure, where it is inferred.
+            let mut section = WitnessCs::with_one();
+            let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
+            section.witness_mut().aux.push(data_leaf);
+            comm_d::comm_d_inclusion(
+                data_leaf,
+                &vanilla.comm_d_proofs.as_options(),
+                section.witness_mut(),
+            )?;
 
-        // The parents' columns: allocated (by the circuit's own `ColumnProof::alloc`: a
-        // column's rows are the aux values it appended), hashed and opened in comm_c.
-        let columns = serde_json::to_value(&vanilla.replica_column_proofs)?;
-        let mut layers = None;
-        let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
-        for (i, parent) in proof.drg_parents_proofs.into_iter().enumerate() {
-            let start = cs.witness_mut().aux.len();
-            let _ = parent.alloc(&mut *cs)?;
-            let rows = column_rows(cs, start, &mut layers)?;
-            let hash = column_hash(&rows, &mut cs.witness_mut().aux)?;
-            let path = column_path::<Tree>(&columns["drg_parents"][i])?;
-            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.witness_mut())?;
-            drg.push(rows);
-        }
-        let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
-        for (i, parent) in proof.exp_parents_proofs.into_iter().enumerate() {
-            let start = cs.witness_mut().aux.len();
-            let _ = parent.alloc(&mut *cs)?;
-            let rows = column_rows(cs, start, &mut layers)?;
-            let hash = column_hash(&rows, &mut cs.witness_mut().aux)?;
-            let path = column_path::<Tree>(&columns["exp_parents"][i])?;
-            por::inclusion::<TreeProof<Tree>>(hash, &path, cs.witness_mut())?;
-            exp.push(rows);
-        }
-        let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
+            // The parents' columns: allocated (by the circuit's own `ColumnProof::alloc`: a column's
+            // rows are the aux values it appended), hashed and opened in comm_c.
+            let columns = serde_json::to_value(&vanilla.replica_column_proofs)?;
+            let mut layers = None;
+            let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
+            for (i, parent) in proof.drg_parents_proofs.into_iter().enumerate() {
+                let start = section.witness_mut().aux.len();
+                let _ = parent.alloc(&mut section)?;
+                let rows = column_rows(&section, start, &mut layers)?;
+                let hash = column_hash(&rows, &mut section.witness_mut().aux)?;
+                let path = column_path::<Tree>(&columns["drg_parents"][i])?;
+                por::inclusion::<TreeProof<Tree>>(hash, &path, section.witness_mut())?;
+                drg.push(rows);
+            }
+            let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
+            for (i, parent) in proof.exp_parents_proofs.into_iter().enumerate() {
+                let start = section.witness_mut().aux.len();
+                let _ = parent.alloc(&mut section)?;
+                let rows = column_rows(&section, start, &mut layers)?;
+                let hash = column_hash(&rows, &mut section.witness_mut().aux)?;
+                let path = column_path::<Tree>(&columns["exp_parents"][i])?;
+                por::inclusion::<TreeProof<Tree>>(hash, &path, section.witness_mut())?;
+                exp.push(rows);
+            }
+            let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
 
-        // Labeling, the encoding (`constraint::add`: one value) and the two remaining openings.
-        let challenge = proof.challenge.ok_or(PorepError::Missing("challenge"))?;
-        let node = labeling::challenge_num(challenge, cs);
-        let labels = labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, cs)?;
-        let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
-        let encoded = key + data_leaf;
-        cs.witness_mut().aux.push(encoded);
-        let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
-        por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, cs.witness_mut())?;
-        let column_hash = column_hash(&labels, &mut cs.witness_mut().aux)?;
-        let path = column_path::<Tree>(&columns["c_x"])?;
-        por::inclusion::<TreeProof<Tree>>(column_hash, &path, cs.witness_mut())?;
-    }
+            // Labeling, the encoding (`constraint::add`: one value) and the two remaining openings.
+            let challenge = proof.challenge.ok_or(PorepError::Missing("challenge"))?;
+            let node = labeling::challenge_num(challenge, &mut section);
+            let labels =
+                labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, &mut section)?;
+            let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
+            let encoded = key + data_leaf;
+            section.witness_mut().aux.push(encoded);
+            let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
+            por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, section.witness_mut())?;
+            let column_hash = column_hash(&labels, &mut section.witness_mut().aux)?;
+            let path = column_path::<Tree>(&columns["c_x"])?;
+            por::inclusion::<TreeProof<Tree>>(column_hash, &path, section.witness_mut())?;
+            Ok(section.into_witness())
+        })
+        .collect::<Result<_, PorepError>>()?;
+    append_sections(cs.witness_mut(), sections);
     Ok(())
+}
+
+/// Appends the challenges' sections to `w` in order: each section's inputs after its ONE,
+/// and its aux. Equal sections (every challenge of a partition has the same shape) are copied
+/// in parallel, each value written once.
+fn append_sections(w: &mut Witness, sections: Vec<Witness>) {
+    for s in &sections {
+        w.inputs.extend_from_slice(&s.inputs[1..]);
+    }
+    let len = sections.first().map_or(0, |s| s.aux.len());
+    if len > 0 && sections.iter().all(|s| s.aux.len() == len) {
+        let total = len * sections.len();
+        w.aux.par_extend(
+            (0..total)
+                .into_par_iter()
+                .with_min_len(1 << 16)
+                .map(|i| sections[i / len].aux[i % len]),
+        );
+    } else {
+        for s in &sections {
+            w.aux.extend_from_slice(&s.aux);
+        }
+    }
 }
 
 /// `v`, typed as the parameter `f` takes: `f` is never called.
