@@ -59,8 +59,9 @@ pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 /// the constant ONE), or as `WitnessCs::reusing` an earlier witness's memory.
 ///
 /// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), the columns are
-/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. Runs on the calling thread; a
-/// witness whose memory is already mapped (a reused one) saves most of a fresh one's time.
+/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. The challenges run in parallel on
+/// rayon's pool (the caller's pool when called inside one), each into a section of its own,
+/// copied into `cs` in challenge order.
 pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     pub_in: &PorepPublicInputs<Tree>,
     proofs: &[PorepProof<Tree>],
