@@ -490,6 +490,13 @@ impl DeviceState {
     /// Whether parameters of `queries` would be resident here now without evicting
     /// anything, beside `extra` more bytes (held by whoever asks).
     pub fn would_keep(&self, queries: &Queries, extra: u64) -> bool {
+        let mut wanted = self.wanted(queries);
+        wanted.bytes += extra;
+        self.fits_beside_placed(&wanted)
+    }
+
+    /// Whether `wanted` would be resident here now without evicting anything.
+    fn fits_beside_placed(&self, wanted: &Wanted) -> bool {
         if self.residency == Residency::Streamed {
             return false;
         }
@@ -503,19 +510,19 @@ impl DeviceState {
                 last_used: l.last_used(),
             })
             .collect();
-        let mut wanted = self.wanted(queries);
-        wanted.bytes += extra;
-        place(Residency::Resident, self.vram.capacity(), &placed, &wanted).is_some()
+        place(Residency::Resident, self.vram.capacity(), &placed, wanted).is_some()
     }
 
     /// Takes over the query points the GPU parameter generator left on this device for
     /// circuit `key` (`params` are the host parameters it made), with `reservation` holding
     /// at least their bytes; nothing is uploaded again. Refused (the points freed) when the
-    /// placement rule would not hold or the circuit is placed already.
+    /// placement rule would not hold or the circuit is placed already. `pce` goes beside them
+    /// when the rule holds with it too (see [`Self::params_for`]).
     pub fn adopt(
         &self,
         key: &str,
         params: &Parameters,
+        pce: &Pce,
         device_queries: DeviceQueries,
         density: &Arc<Density>,
         mut reservation: Reservation,
@@ -535,16 +542,32 @@ impl DeviceState {
                 .map_err(GpuError::cuda(self.ordinal()))?;
             return Ok(false);
         }
-        let wanted = self.wanted(&queries);
+        let plain = self.wanted(&queries);
         let dp = DeviceParameters::adopt(&self.device, params, device_queries, None)?;
+        let evaluating = self
+            .wanted_evaluating(&queries, pce)
+            .filter(|w| self.fits_beside_placed(w));
+        let (device_pce, wanted) = match evaluating {
+            Some(w) => match self.adopt_pce(pce, density, &mut reservation, w.bytes) {
+                Ok(p) => (Some(Arc::new(p)), w),
+                Err(e) => {
+                    tracing::warn!(
+                        device = self.ordinal(),
+                        circuit = %key,
+                        error = %e,
+                        "placing the PCE on the device failed: the host evaluates a, b, c"
+                    );
+                    (None, plain)
+                }
+            },
+            None => (None, plain),
+        };
         reservation.shrink_to(wanted.bytes);
         let loaded = Arc::new(Loaded {
             key: key.to_string(),
             params: Some(dp),
             density: Arc::clone(density),
-            // Parameters made on the device are proved with host evaluation until they are
-            // placed again (after an eviction), when the PCE goes beside them if it fits.
-            device_pce: None,
+            device_pce,
             queries,
             resident: true,
             bytes: wanted.bytes,
@@ -563,6 +586,26 @@ impl DeviceState {
             "parameters made on the device kept there (no upload)"
         );
         Ok(true)
+    }
+
+    /// Grows `reservation` to `bytes` (without waiting) and uploads `pce` with the preparer.
+    fn adopt_pce(
+        &self,
+        pce: &Pce,
+        density: &Density,
+        reservation: &mut Reservation,
+        bytes: u64,
+    ) -> Result<DevicePce, GpuError> {
+        let ordinal = self.ordinal();
+        if reservation.bytes() < bytes {
+            let more = self
+                .vram
+                .budget()
+                .try_reserve(bytes - reservation.bytes())
+                .map_err(GpuError::budget(ordinal))?;
+            reservation.merge(more).map_err(GpuError::budget(ordinal))?;
+        }
+        Ok(self.preparer.place_pce(pce, density)?)
     }
 
     /// Removes `key`'s parameters; returns the device bytes they hold (freed now, or when

@@ -80,6 +80,7 @@ impl ParameterGenerator for GpuParamgen {
                 .adopt(
                     circuit_key,
                     &generated.params,
+                    pce,
                     queries,
                     &density,
                     reservation,
