@@ -87,7 +87,7 @@ fn config(stream: &Stream, n: usize) -> LaunchConfig {
     LaunchConfig::for_items(n, BLOCK, max_grid)
 }
 
-fn same_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
+pub(crate) fn same_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected != got {
         return Err(CudaError::LengthMismatch {
             what,

@@ -7,6 +7,7 @@
 //! [`DeviceCsr`] or [`DeviceBitmap`] that exists is safe to launch with.
 #![allow(unsafe_code)] // The launches of this module's kernels, each checked against its signature.
 
+use crate::field::same_len as same;
 use crate::{CudaError, DeviceBuffer, DeviceView, DeviceViewMut, LaunchConfig, Result, Stream};
 use cuzk_field::FrRepr;
 
@@ -287,17 +288,6 @@ pub fn gather(
 fn config(stream: &Stream, n: usize) -> LaunchConfig {
     let max_grid = stream.device().info().sm_count.max(1) * 16;
     LaunchConfig::for_items(n, BLOCK, max_grid)
-}
-
-fn same(what: &'static str, expected: usize, got: usize) -> Result<()> {
-    if expected != got {
-        return Err(CudaError::LengthMismatch {
-            what,
-            expected,
-            got,
-        });
-    }
-    Ok(())
 }
 
 /// Every element below `bound`, else the first that is not.

@@ -462,12 +462,7 @@ impl DeviceState {
                 (Some(Arc::new(dp)), placed.0, placed.1, reservation)
             }
             Err(e) => {
-                tracing::warn!(
-                    device = self.ordinal(),
-                    circuit = %key,
-                    error = %e,
-                    "placing the PCE on the device failed: the host evaluates a, b, c"
-                );
+                self.warn_pce_failed(key, &e);
                 let reservation = reservation.map(|mut r| {
                     r.shrink_to(plain.bytes);
                     r
@@ -551,12 +546,7 @@ impl DeviceState {
             Some(w) => match self.adopt_pce(pce, density, &mut reservation, w.bytes) {
                 Ok(p) => (Some(Arc::new(p)), w),
                 Err(e) => {
-                    tracing::warn!(
-                        device = self.ordinal(),
-                        circuit = %key,
-                        error = %e,
-                        "placing the PCE on the device failed: the host evaluates a, b, c"
-                    );
+                    self.warn_pce_failed(key, &e);
                     (None, plain)
                 }
             },
@@ -586,6 +576,15 @@ impl DeviceState {
             "parameters made on the device kept there (no upload)"
         );
         Ok(true)
+    }
+
+    fn warn_pce_failed(&self, key: &str, e: &dyn std::fmt::Display) {
+        tracing::warn!(
+            device = self.ordinal(),
+            circuit = %key,
+            error = %e,
+            "placing the PCE on the device failed: the host evaluates a, b, c"
+        );
     }
 
     /// Grows `reservation` to `bytes` (without waiting) and uploads `pce` with the preparer.

@@ -220,14 +220,13 @@ pub(crate) fn prepare(
     density: &Density,
     witness: &Witness,
 ) -> Result<PreparedWitness> {
-    check_witness(shape, &witness.inputs, &witness.aux)?;
-    if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
-        return Err(Error::shape(
-            "PCE variables (inputs + aux)",
-            witness.inputs.len() + witness.aux.len(),
-            pce.num_inputs + pce.num_aux,
-        ));
-    }
+    check_variables(
+        shape,
+        "PCE variables (inputs + aux)",
+        pce.num_inputs,
+        pce.num_aux,
+        witness,
+    )?;
     let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.num_rows())?;
     // The checks above tie the domain (2^log_n = h + 1) and the aux count (l) to the shape.
     let lengths = Lengths::of(shape);
@@ -293,14 +292,13 @@ pub(crate) fn prepare_for_device(
     density: &Density,
     witness: &Witness,
 ) -> Result<PreparedWitness> {
-    check_witness(shape, &witness.inputs, &witness.aux)?;
-    if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
-        return Err(Error::shape(
-            "device PCE variables (inputs + aux)",
-            witness.inputs.len() + witness.aux.len(),
-            pce.num_inputs + pce.num_aux,
-        ));
-    }
+    check_variables(
+        shape,
+        "device PCE variables (inputs + aux)",
+        pce.num_inputs,
+        pce.num_aux,
+        witness,
+    )?;
     let log_n = check_queries(shape, pce.num_inputs, pce.num_aux, density, pce.rows())?;
     let lengths = Lengths::of(shape);
     if pce.a_len() != lengths.a || pce.b_len() != lengths.b {
@@ -333,6 +331,26 @@ pub(crate) fn prepare_for_device(
         eval_ms: 0.0,
         scalars_ms,
     })
+}
+
+/// Checks `witness` against the parameters' shape and against the `inputs` and `aux` counts
+/// of the evaluator (`what` names it in the error).
+fn check_variables(
+    shape: &Shape,
+    what: &'static str,
+    inputs: usize,
+    aux: usize,
+    witness: &Witness,
+) -> Result<()> {
+    check_witness(shape, &witness.inputs, &witness.aux)?;
+    if inputs != witness.inputs.len() || aux != witness.aux.len() {
+        return Err(Error::shape(
+            what,
+            witness.inputs.len() + witness.aux.len(),
+            inputs + aux,
+        ));
+    }
+    Ok(())
 }
 
 fn convert(src: &[Scalar], out: &mut [FrRepr]) {

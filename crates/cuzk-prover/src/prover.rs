@@ -452,7 +452,7 @@ impl GpuProver {
                 let reservation = self.reserve(stage_bytes + msm_vram)?;
                 let config = self.msm_config(msm_vram);
                 let bufs = prepared.buffers()?;
-                let (mut abc, upload) = self.upload_abc(&bufs.abc, n)?;
+                let (abc, upload) = self.upload_abc(&bufs.abc, n)?;
                 let l_sum = marks.span(&self.stream, "msm_l", || {
                     self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
                 })?;
@@ -481,22 +481,15 @@ impl GpuProver {
                 prepared.staged = None;
                 self.stream.wait(&upload.1)?;
                 timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);
-                marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
-                let h_sum = marks.span(&self.stream, "msm_h", || {
-                    Ok::<_, Error>(
-                        self.msm
-                            .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
-                            .0,
-                    )
-                })?;
-                let free = Instant::now();
-                drop(abc);
-                self.release_if_metered();
-                self.stream.synchronize()?;
-                drop(reservation);
-                timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
-                timings.gpu_span_ms =
-                    f64::from(upload.0.elapsed_ms(marks.last().expect("phases ran"))?);
+                let h_sum = self.h_and_free(
+                    abc,
+                    h,
+                    &config,
+                    reservation,
+                    &mut marks,
+                    &mut timings,
+                    &upload.0,
+                )?;
                 Sums {
                     h: h_sum,
                     l: l_sum,
@@ -679,11 +672,35 @@ impl GpuProver {
         })?;
         drop((scalars, aux, inputs, failing));
 
+        let h_sum = self.h_and_free(abc, h, &config, reservation, marks, timings, &start)?;
+        Ok(Sums {
+            h: h_sum,
+            l: l_sum,
+            a: a_sum,
+            b_g1: b_g1_sum,
+            b_g2: b_g2_sum,
+        })
+    }
+
+    /// The end of both resident paths: the H step on `abc` and MSM H on the device, then the
+    /// proof's device buffers freed and its reservation released (after the device is done);
+    /// times the free and the device span from `first` (the upload's start) to the last mark.
+    #[allow(clippy::too_many_arguments)]
+    fn h_and_free(
+        &self,
+        mut abc: [DeviceBuffer<FrRepr>; 3],
+        h: &Bases<G1>,
+        config: &MsmConfig,
+        reservation: Option<Reservation>,
+        marks: &mut Timeline,
+        timings: &mut ProofTimings,
+        first: &Event,
+    ) -> Result<G1Projective> {
         marks.span(&self.stream, "ntt", || self.h_step(&mut abc))?;
         let h_sum = marks.span(&self.stream, "msm_h", || {
             Ok::<_, Error>(
                 self.msm
-                    .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), &config)?
+                    .msm_with::<G1>(&self.stream, h, Scalars::Device(&abc[0]), config)?
                     .0,
             )
         })?;
@@ -693,14 +710,8 @@ impl GpuProver {
         self.stream.synchronize()?;
         drop(reservation);
         timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
-        timings.gpu_span_ms = f64::from(start.elapsed_ms(marks.last().expect("phases ran"))?);
-        Ok(Sums {
-            h: h_sum,
-            l: l_sum,
-            a: a_sum,
-            b_g1: b_g1_sum,
-            b_g2: b_g2_sum,
-        })
+        timings.gpu_span_ms = f64::from(first.elapsed_ms(marks.last().expect("phases ran"))?);
+        Ok(h_sum)
     }
 
     /// Σ scalars·bases over the first `len` scalars of a device buffer (the identity for
