@@ -67,6 +67,10 @@ pub struct Args {
     /// host evaluation when the parameters are streamed).
     #[arg(long, default_value = "host", value_parser = ["host", "device"])]
     eval: String,
+    /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
+    /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    keep_freed_vram: bool,
 }
 
 /// The targets at 2^27: one partition and ten.
@@ -88,10 +92,10 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!();
     println!(
-        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | eval on | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | scalars | gather | witness up GB | idle share | params load s | pce place s | warm s | paramgen s |"
+        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | eval on | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | scalars | gather | free | witness up GB | idle share | params load s | pce place s | warm s | paramgen s |"
     );
     println!(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &rows {
         println!("{r}");
@@ -130,6 +134,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             .map(parse_size)
             .transpose()
             .context("parsing --pinned")?,
+        keep_freed_vram: args.keep_freed_vram,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;
@@ -309,7 +314,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         .map(|b| format!("{:.0} GiB", b.capacity() as f64 / (1u64 << 30) as f64))
         .unwrap_or_else(|| "none".into());
     Ok(format!(
-        "| {k} | {} | {} | {prewarmed} | {} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1}% | {load_s:.1} | {pce_s:.2} | {prewarm_s:.1} | {paramgen_s:.1} |",
+        "| {k} | {} | {} | {prewarmed} | {} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1}% | {load_s:.1} | {pce_s:.2} | {prewarm_s:.1} | {paramgen_s:.1} |",
         args.partitions,
         args.warmup,
         dev_params.is_resident(),
@@ -326,6 +331,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         med(|t| t.eval_ms),
         med(|t| t.scalars_ms),
         med(|t| t.gather_ms),
+        med(|t| t.free_ms),
         med(|t| t.witness_upload_bytes as f64) / 1e9,
         100.0 * med(|t| t.idle_share()),
     ))

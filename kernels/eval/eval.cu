@@ -145,3 +145,28 @@ extern "C" __global__ void __launch_bounds__(256) cuzk_eval_gather(
         store(out + at, load(src + i));
     }
 }
+
+// out[i] for every i < len from a packed witness: values[offsets[i / 64] + (set bits of
+// others[i / 64] below bit i % 64)] where bit i of `others` is set, else ONE where bit i of
+// `ones` is set, else zero. `offsets` holds the set bits of `others` before each word; the
+// caller checks that they are consistent and stay below the length of `values`. One element
+// per thread, so the writes of `out` are coalesced.
+extern "C" __global__ void __launch_bounds__(256) cuzk_eval_unpack(
+    fr_t* out, const uint64_t* ones, const uint64_t* others, const uint32_t* offsets,
+    const fr_t* values, uint64_t len) {
+    using namespace cuzk::eval;
+    const fr_t one = cuzk::one<fr_t>();
+    const fr_t zero = cuzk::zero<fr_t>();
+    for (uint64_t i = cuzk::thread_index(); i < len; i += cuzk::thread_count()) {
+        const uint64_t w = i >> 6;
+        const uint32_t bit = (uint32_t)(i & 63);
+        const uint64_t other = __ldg(others + w);
+        if ((other >> bit) & 1) {
+            const uint64_t below = other & ((1ull << bit) - 1);
+            const uint64_t at = (uint64_t)__ldg(offsets + w) + (uint64_t)__popcll(below);
+            store(out + i, load(values + at));
+        } else {
+            store(out + i, ((__ldg(ones + w) >> bit) & 1) ? one : zero);
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Where `unsafe` may be: the CUDA runtime's driver edge (`raw.rs`), its launch builder and
-//! field-kernel and sparse-kernel launches in cuzk-cuda, and the kernel-launch modules of cuzk-ntt and
+//! field-kernel, sparse-kernel and unpacking launches in cuzk-cuda, and the kernel-launch modules of cuzk-ntt and
 //! cuzk-msm. Every other crate forbids it, the three that own kernels deny it outside those
 //! modules, and every `unsafe` block there says why it is sound (`// SAFETY:` above it).
 
@@ -10,6 +10,7 @@ const ALLOWED: &[&str] = &[
     "crates/cuzk-cuda/src/raw.rs",
     "crates/cuzk-cuda/src/launch.rs",
     "crates/cuzk-cuda/src/field.rs",
+    "crates/cuzk-cuda/src/packed.rs",
     "crates/cuzk-cuda/src/sparse.rs",
     "crates/cuzk-ntt/src/gpu/launch.rs",
     "crates/cuzk-msm/src/gpu/launch.rs",

@@ -1,6 +1,7 @@
 //! cuzk's CUDA runtime: devices, streams, events, device buffers, page-locked host memory
 //! (allocated, or the caller's registered in place), the kernel image, typed launches,
-//! element-wise field kernels, and sparse constraint products ([`sparse`]).
+//! element-wise field kernels, sparse constraint products ([`sparse`]) and the packed witness
+//! ([`packed`]).
 //!
 //! This is the only crate that talks to the CUDA driver. Kernel-owning crates (NTT, MSM) take a
 //! [`Stream`] and [`DeviceBuffer`]s from their caller, look their kernels up with
@@ -26,7 +27,8 @@
 //! The kernel image (`cuzk.fatbin`, built by `cargo xtask build-kernels`) is found through
 //! `$CUZK_KERNEL_DIR`, next to the executable, or in a `kernels/` folder above it
 //! ([`find_kernel_image`]); it is loaded once per device.
-#![deny(unsafe_code)] // Opted out, with reasons, only by `raw`, `launch`, `field` and `sparse`.
+#![deny(unsafe_code)] // Opted out, with reasons, only by `raw`, `launch`, `field`, `sparse`
+                      // and `packed`.
 
 mod device;
 mod error;
@@ -34,6 +36,7 @@ pub mod field;
 mod image;
 mod launch;
 mod memory;
+pub mod packed;
 mod raw;
 pub mod sparse;
 mod stream;

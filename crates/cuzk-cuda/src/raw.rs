@@ -29,6 +29,52 @@ pub(crate) fn alloc_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Cuda
     unsafe { stream.alloc::<u8>(bytes) }.map_err(CudaError::driver("device memory allocation"))
 }
 
+/// The memory pool stream-ordered allocations of `ctx`'s device come from, or `None` when
+/// the device has none (no stream-ordered allocation: frees are immediate then).
+fn memory_pool(ctx: &CudaContext) -> Result<Option<sys::CUmemoryPool>> {
+    if !ctx.has_async_alloc() {
+        return Ok(None);
+    }
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: writes one pool handle into `pool`; `cu_device` is the context's valid device.
+    unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .map_err(CudaError::driver("memory pool query"))?;
+    Ok(Some(pool))
+}
+
+/// Lets the device's memory pool keep up to `bytes` of freed memory mapped across
+/// synchronisations (the driver's default keeps none, so every synchronisation unmaps what
+/// was freed and the next allocations map it again).
+pub(crate) fn set_pool_release_threshold(ctx: &CudaContext, bytes: u64) -> Result<()> {
+    let Some(pool) = memory_pool(ctx)? else {
+        return Ok(());
+    };
+    let mut value = bytes;
+    // SAFETY: the release threshold attribute takes a pointer to one u64, read during the
+    // call; `pool` is the device's live pool.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut value as *mut u64).cast(),
+        )
+    }
+    .result()
+    .map_err(CudaError::driver("memory pool release threshold"))
+}
+
+/// Unmaps the freed memory the device's pool keeps (memory in use is untouched).
+pub(crate) fn trim_pool(ctx: &CudaContext) -> Result<()> {
+    let Some(pool) = memory_pool(ctx)? else {
+        return Ok(());
+    };
+    // SAFETY: `pool` is the device's live pool; trimming releases only unused memory.
+    unsafe { sys::cuMemPoolTrimTo(pool, 0) }
+        .result()
+        .map_err(CudaError::driver("memory pool trim"))
+}
+
 /// How a [`HostMem`] came to be page-locked, which decides how it is given back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Origin {

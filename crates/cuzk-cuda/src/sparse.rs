@@ -221,7 +221,7 @@ pub fn eval_abc(
     }
     let kernel = stream.device().kernel("cuzk_eval_abc")?;
     let (rows, n64) = (rows as u64, n as u64);
-    let cfg = config(stream, n);
+    let cfg = launch_config(stream, n);
     // SAFETY: cuzk_eval_abc is (fr_t* a, fr_t* b, fr_t* c, uint32_t* first_failing, then per
     // matrix A, B, C: const uint32_t* row_ptr, const uint32_t* cols, const uint32_t* coeffs,
     // const fr_t* table; then const fr_t* inputs, const fr_t* aux, uint32_t num_inputs,
@@ -266,7 +266,7 @@ pub fn gather(
     }
     let kernel = stream.device().kernel("cuzk_eval_gather")?;
     let len = bits.len as u64;
-    let cfg = config(stream, bits.len);
+    let cfg = launch_config(stream, bits.len);
     // SAFETY: cuzk_eval_gather is (fr_t* out, const fr_t* src, const uint64_t* words, const
     // uint32_t* offsets, uint64_t len), pushed in that order. It reads src[0..len) (src has
     // len elements), words and offsets at i / 64 < len.div_ceil(64) (both have that many, as
@@ -285,7 +285,9 @@ pub fn gather(
     }
 }
 
-fn config(stream: &Stream, n: usize) -> LaunchConfig {
+/// The launch shape of the sparse kernels (and the packed witness's): one element per
+/// thread, grid-stride beyond 16 blocks per SM.
+pub(crate) fn launch_config(stream: &Stream, n: usize) -> LaunchConfig {
     let max_grid = stream.device().info().sm_count.max(1) * 16;
     LaunchConfig::for_items(n, BLOCK, max_grid)
 }

@@ -126,6 +126,9 @@ pub struct CudaSection {
     /// Evaluate a, b, c on the GPU (the circuit's PCE beside resident parameters, when the
     /// budget holds it); false: always on the host.
     pub device_eval: bool,
+    /// Keep the device memory proofs free mapped (up to the VRAM budget) for the next
+    /// proofs; false: the driver unmaps it at every synchronisation.
+    pub keep_freed_vram: bool,
 }
 
 impl Default for CudaSection {
@@ -140,6 +143,7 @@ impl Default for CudaSection {
             pinned_idle_secs: 30,
             paramgen: "auto".into(),
             device_eval: true,
+            keep_freed_vram: true,
         }
     }
 }
@@ -322,6 +326,8 @@ pub struct CudaSettings {
     pub gpu_paramgen: bool,
     /// a, b, c evaluated on the GPU where the budget allows.
     pub device_eval: bool,
+    /// Freed device memory kept mapped for the next proofs.
+    pub keep_freed_vram: bool,
 }
 
 /// The configuration, checked and resolved into what the daemon uses.
@@ -582,6 +588,7 @@ impl CudaSection {
                 .then(|| Duration::from_secs(self.pinned_idle_secs)),
             gpu_paramgen,
             device_eval: self.device_eval,
+            keep_freed_vram: self.keep_freed_vram,
         })
     }
 }
@@ -774,13 +781,14 @@ mod tests {
                 pinned_idle: Some(Duration::from_secs(30)),
                 gpu_paramgen: true,
                 device_eval: true,
+                keep_freed_vram: true,
             }
         );
         let text = "[prover]\nbackend = \"cuda\"\ndevices = [1, 0]\nworkers_per_device = 3\n\
                     [memory]\nhost_budget = \"64GiB\"\n\
                     [cuda]\nvram_budget = \"16GiB\"\nmsm_vram = \"2GiB\"\nresidency = \"streamed\"\n\
                     idle_evict_secs = 600\npinned_memory = \"24GiB\"\npinned_idle_secs = 0\n\
-                    paramgen = \"cpu\"\ndevice_eval = false\n";
+                    paramgen = \"cpu\"\ndevice_eval = false\nkeep_freed_vram = false\n";
         let s = Config::parse(text, Path::new("t.toml"))
             .unwrap()
             .settings()
@@ -800,6 +808,7 @@ mod tests {
                 pinned_idle: None,
                 gpu_paramgen: false,
                 device_eval: false,
+                keep_freed_vram: false,
             }
         );
         let margin = Config::parse("[cuda]\nvram_margin = \"2GiB\"", Path::new("t.toml"))

@@ -379,6 +379,7 @@ fn gpu_backend(
         pinned_bytes: Some(pinned),
         pinned_idle: c.pinned_idle,
         device_eval: c.device_eval,
+        keep_freed_vram: c.keep_freed_vram,
         paramgen: if c.gpu_paramgen {
             ParamgenChoice::Auto
         } else {

@@ -101,6 +101,10 @@ pub struct GpuConfig {
     /// parameters when the VRAM budget holds both (and the larger working set), so a proof
     /// uploads only the witness; otherwise, and with streamed parameters, the host evaluates.
     pub device_eval: bool,
+    /// Let the device keep the memory proofs free mapped, up to the VRAM budget, for the next
+    /// proofs' allocations (instead of unmapping it at every synchronisation); idle eviction
+    /// gives it back.
+    pub keep_freed_vram: bool,
     /// Test-only faults.
     pub faults: FaultPlan,
 }
@@ -116,6 +120,7 @@ impl Default for GpuConfig {
     fn default() -> Self {
         GpuConfig {
             device_eval: true,
+            keep_freed_vram: true,
             devices: Vec::new(),
             workers_per_device: 2,
             vram: VramPolicy::default(),

@@ -161,6 +161,7 @@ impl DeviceState {
             pinned_pool: Some(pool.clone()),
             pinned_bytes: None,
             stream_chunk: sizes::STREAM_CHUNK,
+            keep_freed_vram: config.keep_freed_vram,
         };
         let lanes = (0..config.workers_per_device)
             .map(|_| GpuProver::new(&device, lane_config.clone()))
@@ -627,8 +628,21 @@ impl DeviceState {
                 .collect();
             stale.iter().filter_map(|key| table.remove(key)).collect()
         };
-        for loaded in evicted {
+        if evicted.is_empty() {
+            return;
+        }
+        for loaded in &evicted {
             tracing::info!(device = self.ordinal(), circuit = %loaded.key, idle = ?idle, "evicting idle parameters");
+        }
+        drop(evicted);
+        // The device memory they held goes back to the driver, not only to the pool that
+        // keeps freed memory for the next proofs.
+        let trimmed = self
+            .device
+            .synchronize()
+            .and_then(|()| self.device.trim_freed_memory());
+        if let Err(e) = trimmed {
+            tracing::warn!(device = self.ordinal(), error = %e, "freed device memory not given back");
         }
     }
 

@@ -26,6 +26,7 @@
 mod device_pce;
 mod error;
 mod one_call;
+mod pack;
 mod paramgen;
 mod params;
 mod prep;

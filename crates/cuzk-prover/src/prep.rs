@@ -8,6 +8,7 @@
 
 use crate::device_pce::DevicePce;
 use crate::error::{Error, Result};
+use crate::pack::Packed;
 use cuzk_field::{FrRepr, Scalar};
 use cuzk_groth16::parts::{check_queries, check_witness, Shape};
 use cuzk_mem::{PinnedPool, PooledPinned};
@@ -90,8 +91,8 @@ impl Buffers {
 /// The witness alone, in pinned memory, for a proof that evaluates a, b, c on the device.
 pub(crate) struct WitnessOnly {
     pub lengths: Lengths,
-    /// The aux assignment (also the L scalars).
-    pub aux: PooledPinned<FrRepr>,
+    /// The aux assignment (also the L scalars), packed: bits for its zeros and ones.
+    pub aux: Box<Packed>,
     pub inputs: Vec<FrRepr>,
     pub pce: Arc<DevicePce>,
     /// The 0/1 split of the L, A and B MSMs, decided from host samples of their scalars
@@ -111,21 +112,25 @@ impl Splits {
     /// Decided from about [`Split::SAMPLES`] values of each MSM's scalars: the aux for L,
     /// and the aux A and B use (drawn at evenly spaced positions, kept where the density
     /// bit is set) with the inputs for A and B.
-    fn sample(aux: &[FrRepr], inputs: &[FrRepr], density: &Density) -> Splits {
+    fn sample(aux: &[Scalar], inputs: &[FrRepr], density: &Density) -> Splits {
         let step = (aux.len() / Split::SAMPLES).max(1);
-        let picked = |bits: &Bitmap| {
+        let picked = |bits: Option<&Bitmap>| {
             (0..aux.len())
                 .step_by(step)
-                .filter(|&i| bits.get(i))
-                .map(|i| &aux[i])
+                .filter(|&i| bits.is_none_or(|b| b.get(i)))
+                .map(|i| FrRepr::from(aux[i]))
                 .collect::<Vec<_>>()
         };
-        let (in_a, in_b) = (picked(&density.a_aux), picked(&density.b_aux));
+        let (all, in_a, in_b) = (
+            picked(None),
+            picked(Some(&density.a_aux)),
+            picked(Some(&density.b_aux)),
+        );
         let b_inputs = density.b_input.iter_ones().map(|i| &inputs[i]);
         Splits {
-            l: Split::for_sample(aux.iter().step_by(step)),
-            a: Split::for_sample(inputs.iter().chain(in_a)),
-            b: Split::for_sample(b_inputs.chain(in_b)),
+            l: Split::for_sample(&all),
+            a: Split::for_sample(inputs.iter().chain(&in_a)),
+            b: Split::for_sample(b_inputs.chain(&in_b)),
         }
     }
 }
@@ -187,6 +192,14 @@ impl PreparedWitness {
     /// Whether its proof evaluates a, b, c on the device (the witness alone was laid out).
     pub fn evaluates_on_device(&self) -> bool {
         matches!(self.staged, Some(Staged::Device(_)))
+    }
+
+    /// Bytes of the packed witness when its proof evaluates on the device, else 0.
+    pub(crate) fn packed_bytes(&self) -> u64 {
+        match &self.staged {
+            Some(Staged::Device(w)) => w.aux.bytes(),
+            _ => 0,
+        }
     }
 
     /// What it holds, unless a proof has given it back.
@@ -308,20 +321,15 @@ pub(crate) fn prepare_for_device(
             pce.a_len() + pce.b_len(),
         ));
     }
-    let mut aux_buf = pool.acquire_blocking::<FrRepr>(lengths.aux.max(1), None)?;
     let start = Instant::now();
-    aux_buf.as_mut_slice()?[..lengths.aux]
-        .par_iter_mut()
-        .zip(witness.aux.par_iter())
-        .with_min_len(4096)
-        .for_each(|(d, s)| *d = (*s).into());
+    let aux = Box::new(Packed::new(pool, &witness.aux)?);
     let inputs: Vec<FrRepr> = witness.inputs.iter().map(|&s| s.into()).collect();
-    let splits = Splits::sample(&aux_buf.as_slice()?[..lengths.aux], &inputs, density);
+    let splits = Splits::sample(&witness.aux, &inputs, density);
     let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(PreparedWitness {
         staged: Some(Staged::Device(WitnessOnly {
             lengths,
-            aux: aux_buf,
+            aux,
             inputs,
             pce: Arc::clone(pce),
             splits,
@@ -407,12 +415,12 @@ mod tests {
         let len = 20_000;
         // Even positions hold bits, odd ones random values: L sees half bits; A uses the
         // even positions only (all bits), B the odd ones only (none).
-        let aux: Vec<FrRepr> = (0..len)
+        let aux: Vec<Scalar> = (0..len)
             .map(|i| {
                 if i % 2 == 0 {
-                    Scalar::from((i % 4 == 0) as u64).into()
+                    Scalar::from((i % 4 == 0) as u64)
                 } else {
-                    Scalar::random(&mut rng).into()
+                    Scalar::random(&mut rng)
                 }
             })
             .collect();

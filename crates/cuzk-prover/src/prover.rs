@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::params::{DeviceParameters, Queries, Residency, Store};
 use crate::prep::{prepare, prepare_for_device, PreparedWitness, Staged, WitnessOnly};
 use crate::stage::{HostPoint, Stager, STAGE_BYTES};
+use cuzk_cuda::packed::{self, DevicePacked};
 use cuzk_cuda::sparse::{self, ALL_SATISFIED};
 use cuzk_cuda::{Device, DeviceBuffer, Event, PinnedBuffer, Stream, Timeline};
 use cuzk_field::{FrRepr, G1Projective, Scalar};
@@ -76,6 +77,12 @@ pub struct GpuProverConfig {
     pub pinned_bytes: Option<u64>,
     /// Device bytes of the chunk buffer (per group) through which streamed parameters pass.
     pub stream_chunk: u64,
+    /// Under a budget, let the device keep the memory proofs free mapped (up to the
+    /// budget's capacity) for the next proofs' allocations instead of unmapping it at every
+    /// synchronisation ([`Device::keep_freed_memory`]); [`GpuProver::release_buffers`] gives
+    /// it back. Unmetered provers never keep it (their MSMs size themselves by the memory the
+    /// driver reports free).
+    pub keep_freed_vram: bool,
 }
 
 impl Default for GpuProverConfig {
@@ -87,6 +94,7 @@ impl Default for GpuProverConfig {
             pinned_pool: None,
             pinned_bytes: None,
             stream_chunk: CHUNK_BYTES,
+            keep_freed_vram: true,
         }
     }
 }
@@ -215,6 +223,9 @@ impl GpuProver {
                 PinnedPool::new(device, bytes, None)
             }
         };
+        if let (Some(budget), true) = (&config.budget, config.keep_freed_vram) {
+            device.keep_freed_memory(budget.capacity())?;
+        }
         Ok(GpuProver {
             device: device.clone(),
             stream: device.new_stream()?,
@@ -414,7 +425,7 @@ impl GpuProver {
         let on_device = prepared.evaluates_on_device();
         let lengths = prepared.staged()?.lengths();
         let elems = if on_device {
-            params.shape.ic + lengths.aux
+            params.shape.ic
         } else {
             3 * lengths.n
                 + lengths.aux
@@ -427,7 +438,8 @@ impl GpuProver {
             scalars_ms: prepared.scalars_ms,
             resident,
             eval_on_device: on_device,
-            witness_upload_bytes: (elems * std::mem::size_of::<FrRepr>()) as u64,
+            witness_upload_bytes: (elems * std::mem::size_of::<FrRepr>()) as u64
+                + prepared.packed_bytes(),
             ..ProofTimings::default()
         };
         let sums = match &params.store {
@@ -580,17 +592,11 @@ impl GpuProver {
         let reservation = self.reserve(stage_bytes + extra + msm_vram)?;
         let config = self.msm_config(msm_vram);
 
-        // The witness up on the copy stream; the pinned set goes back to the pool once the
-        // copy is queued (the next writer waits for it).
+        // The packed witness up on the copy stream; the pinned buffers go back to the pool
+        // once the copies are queued (the next writer waits for them).
         let (start, end) = (self.device.new_event()?, self.device.new_event()?);
-        let mut aux = self.copy.alloc::<FrRepr>(lengths.aux.max(1))?;
         self.copy.record(&start)?;
-        if lengths.aux > 0 {
-            self.copy
-                .copy_pinned_to_device(aux_host, &mut aux.slice_mut(..lengths.aux))?;
-        } else {
-            self.copy.zero(&mut aux)?;
-        }
+        let packed = DevicePacked::upload(&self.copy, &aux_host.pinned())?;
         let mut inputs = self.copy.alloc::<FrRepr>(ni.max(1))?;
         if ni > 0 {
             self.copy
@@ -604,7 +610,13 @@ impl GpuProver {
         timings.upload_ms = f64::from(start.elapsed_ms(&end)?);
 
         let mut failing = self.stream.upload(&[ALL_SATISFIED])?;
-        marks.span(&self.stream, "eval", || {
+        let mut aux = self.stream.alloc::<FrRepr>(lengths.aux.max(1))?;
+        marks.span(&self.stream, "eval", || -> Result<()> {
+            if lengths.aux > 0 {
+                packed::unpack(&self.stream, &packed, &mut aux.slice_mut(..lengths.aux))?;
+            } else {
+                self.stream.zero(&mut aux)?;
+            }
             let [ea, eb, ec] = &mut abc;
             sparse::eval_abc(
                 &self.stream,
@@ -613,8 +625,10 @@ impl GpuProver {
                 &aux.slice(..lengths.aux),
                 [ea, eb, ec],
                 &mut failing,
-            )
+            )?;
+            Ok(())
         })?;
+        drop(packed);
         let first_failing = self.stream.download(&failing)?[0];
         if first_failing != ALL_SATISFIED {
             return Err(cuzk_groth16::Error::Unsatisfied {
@@ -984,7 +998,8 @@ impl GpuProver {
         &self.pool
     }
 
-    /// Frees the idle pinned witness buffers and the cached device work buffers.
+    /// Frees the idle pinned witness buffers and the cached device work buffers, and gives
+    /// the device memory kept for reuse back to the driver.
     pub fn release_buffers(&self) {
         self.pool.trim();
         self.msm.release_workspaces();
@@ -992,5 +1007,8 @@ impl GpuProver {
             .streaming
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = None;
+        if let Err(e) = self.device.trim_freed_memory() {
+            tracing::warn!(device = self.device.ordinal(), error = %e, "kept device memory not trimmed");
+        }
     }
 }

@@ -6,6 +6,7 @@
 
 use super::GpuProver;
 use crate::error::Result;
+use crate::pack::Packed;
 use crate::params::DeviceParameters;
 use crate::prep::Lengths;
 use cuzk_field::FrRepr;
@@ -116,7 +117,8 @@ impl GpuProver {
 
     /// [`GpuProver::prewarm`], also returning the buffers stocked (those of a part set too).
     /// With `witness_only`, a set is what a witness prepared for evaluation on the device
-    /// takes ([`GpuProver::prepare_with`]): its aux buffer alone.
+    /// takes ([`GpuProver::prepare_with`]): the bit arrays of its packed aux assignment (the
+    /// buffer of its other values depends on the witness and is pinned by the first).
     pub fn prewarm_buffers(
         &self,
         params: &DeviceParameters,
@@ -124,8 +126,11 @@ impl GpuProver {
         witness_only: bool,
     ) -> Result<(usize, usize)> {
         let lengths = Lengths::of(&params.shape);
-        let all = lengths.buffer_bytes();
-        let buffers: &[u64] = if witness_only { &all[3..4] } else { &all };
+        let (all, bits) = (
+            lengths.buffer_bytes(),
+            Packed::bit_buffer_bytes(lengths.aux),
+        );
+        let buffers: &[u64] = if witness_only { &bits } else { &all };
         let classes: Option<Vec<u64>> = buffers.iter().map(|&b| size_class(b)).collect();
         let Some(classes) = classes else {
             return Ok((0, 0));
