@@ -1,9 +1,11 @@
 //! A circuit's a = A·w, b = B·w, c = C·w on the device, from its PCE (crates/cuzk-synth's
 //! `Csr`: row pointers, a column and a coefficient-table index per entry, the table of
 //! distinct coefficients), with the satisfiability check a·b = c in the same pass; and the
-//! gather of the MSM scalars a density bitmap selects. The host model is
-//! crates/cuzk-synth/src/pce/eval.rs (`product_row`, `satisfied`): keep the two in step.
-//! Launched by crates/cuzk-cuda/src/sparse.rs. Exported names: cuzk_eval_*.
+//! gather of the MSM scalars a density bitmap selects; and the unpacking of a witness that
+//! crossed PCIe packed (a bit per value for "is one", a bit for "is other", the others
+//! whole). The host models are crates/cuzk-synth/src/pce/eval.rs (`product_row`,
+//! `satisfied`) and crates/cuzk-prover/src/pack.rs (`Packed::new`): keep them in step.
+//! Launched by crates/cuzk-cuda/src/sparse.rs and packed.rs. Exported names: cuzk_eval_*.
 #include "ntt/fr_arith.cuh"
 #include "util/common.cuh"
 
