@@ -184,12 +184,73 @@ fn a_restart_right_after_a_kill_binds_again() {
     let _client = rt.block_on(first.client());
     first.child.kill().unwrap();
     first.child.wait().unwrap();
-    let second = Launch::new(&config).args(&[]).start();
+    let second = restart(&config, first.addr);
     assert_eq!(second.addr, first.addr);
     rt.block_on(async {
         let mut client = second.client().await;
         assert_completed(&prove(&mut client, synthetic(8, 0, 1)).await);
     });
+}
+
+/// Starts a daemon on `config` as a supervisor restarts one: up to three tries 200 ms apart.
+/// A try that finds `addr` in use prints the kernel's sockets on that port (state, remote
+/// end), so that a failure names what held it.
+fn restart(config: &str, addr: std::net::SocketAddr) -> TestDaemon {
+    let mut reasons = Vec::new();
+    for _ in 0..3 {
+        let mut d = Launch::new(config).args(&[]).spawn();
+        match d.try_ready() {
+            Ok(()) => return d,
+            Err(log) => {
+                let sockets = sockets_on(addr.port());
+                eprintln!(
+                    "restart refused:\n{log}\nsockets on port {}:\n{sockets}",
+                    addr.port()
+                );
+                reasons.push(format!("{log}\n{sockets}"));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    panic!(
+        "no restart on {addr} in three tries:\n{}",
+        reasons.join("\n---\n")
+    );
+}
+
+/// The lines of /proc/net/tcp whose local port is `port`, with the state named.
+fn sockets_on(port: u16) -> String {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let states = [
+        "",
+        "ESTABLISHED",
+        "SYN_SENT",
+        "SYN_RECV",
+        "FIN_WAIT1",
+        "FIN_WAIT2",
+        "TIME_WAIT",
+        "CLOSE",
+        "CLOSE_WAIT",
+        "LAST_ACK",
+        "LISTEN",
+        "CLOSING",
+    ];
+    let wanted = format!(":{port:04X}");
+    let mut out = String::new();
+    for line in table.lines().skip(1) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() > 3 && cols[1].ends_with(&wanted) {
+            let state = usize::from_str_radix(cols[3], 16).unwrap_or(0);
+            let name = states.get(state).copied().unwrap_or("?");
+            out.push_str(&format!(
+                "{} -> {} {name} (uid {})\n",
+                cols[1],
+                cols[2],
+                cols.get(7).unwrap_or(&"?")
+            ));
+        }
+    }
+    out
 }
 
 #[test]

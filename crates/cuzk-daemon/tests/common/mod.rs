@@ -152,6 +152,14 @@ impl TestDaemon {
 
     /// Waits for the ready line and reads the addresses and pid from it.
     pub fn wait_ready(&mut self) {
+        if let Err(text) = self.try_ready() {
+            panic!("{text}");
+        }
+    }
+
+    /// Waits for the ready line and reads the addresses and pid from it; `Err` with the log
+    /// when the daemon exited first. Fails the test after `READY_TIMEOUT` without either.
+    pub fn try_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let text = self.log_text();
@@ -161,10 +169,12 @@ impl TestDaemon {
                 self.addr = field(line, "address").parse().unwrap();
                 self.metrics = field(line, "metrics").parse().ok();
                 self.pid = field(line, "pid").parse().unwrap();
-                return;
+                return Ok(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("the daemon exited with {status} before ready:\n{text}");
+                return Err(format!(
+                    "the daemon exited with {status} before ready:\n{text}"
+                ));
             }
             assert!(
                 Instant::now() < deadline,
