@@ -163,8 +163,7 @@ fn sigterm_under_load_answers_every_job_and_exits_zero() {
 
 #[test]
 fn a_second_daemon_on_the_same_configuration_is_refused() {
-    let config = fixed_ports();
-    let first = Launch::new(&config).args(&[]).start();
+    let (first, config) = start_on_fixed_ports();
     let mut second = Launch::new(&config).args(&[]).spawn();
     assert!(!second.wait_exit(Duration::from_secs(10)).success());
     let log = second.log_text();
@@ -177,8 +176,7 @@ fn a_second_daemon_on_the_same_configuration_is_refused() {
 
 #[test]
 fn a_restart_right_after_a_kill_binds_again() {
-    let config = fixed_ports();
-    let mut first: TestDaemon = Launch::new(&config).args(&[]).start();
+    let (mut first, config) = start_on_fixed_ports();
     let rt = tokio::runtime::Runtime::new().unwrap();
     // A live connection at the moment of the kill leaves sockets behind in TIME_WAIT.
     let _client = rt.block_on(first.client());
@@ -190,6 +188,42 @@ fn a_restart_right_after_a_kill_binds_again() {
         let mut client = second.client().await;
         assert_completed(&prove(&mut client, synthetic(8, 0, 1)).await);
     });
+}
+
+/// A daemon started on fixed ports (`fixed_ports`), and its configuration. A port found free
+/// can be taken by another program before the daemon binds it: then new ports, up to three
+/// times, each refusal printed with what held the port.
+fn start_on_fixed_ports() -> (TestDaemon, String) {
+    let mut reasons = Vec::new();
+    for _ in 0..3 {
+        let config = fixed_ports();
+        let mut d = Launch::new(&config).args(&[]).spawn();
+        match d.try_ready() {
+            Ok(()) => return (d, config),
+            Err(log) if log.contains("in use") => {
+                let port = config_port(&config);
+                let sockets = sockets_on(port);
+                eprintln!("start refused:\n{log}\nsockets on port {port}:\n{sockets}");
+                reasons.push(format!("{log}\n{sockets}"));
+            }
+            Err(log) => panic!("{log}"),
+        }
+    }
+    panic!(
+        "no start on fixed ports in three tries:\n{}",
+        reasons.join("\n---\n")
+    );
+}
+
+/// The gRPC port of a `fixed_ports` configuration.
+fn config_port(config: &str) -> u16 {
+    let line = config.lines().find(|l| l.starts_with("listen")).unwrap();
+    line.trim_end_matches('"')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// Starts a daemon on `config` as a supervisor restarts one: up to three tries 200 ms apart.
@@ -218,9 +252,9 @@ fn restart(config: &str, addr: std::net::SocketAddr) -> TestDaemon {
     );
 }
 
-/// The lines of /proc/net/tcp whose local port is `port`, with the state named.
+/// The kernel's TCP sockets whose local port is `port` (/proc/net/tcp and tcp6): the
+/// addresses, the state named, and the processes holding each (pid and command line).
 fn sockets_on(port: u16) -> String {
-    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
     let states = [
         "",
         "ESTABLISHED",
@@ -237,20 +271,50 @@ fn sockets_on(port: u16) -> String {
     ];
     let wanted = format!(":{port:04X}");
     let mut out = String::new();
-    for line in table.lines().skip(1) {
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        if cols.len() > 3 && cols[1].ends_with(&wanted) {
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() < 10 || !cols[1].ends_with(&wanted) {
+                continue;
+            }
             let state = usize::from_str_radix(cols[3], 16).unwrap_or(0);
             let name = states.get(state).copied().unwrap_or("?");
+            let owners = holders(cols[9]);
             out.push_str(&format!(
-                "{} -> {} {name} (uid {})\n",
-                cols[1],
-                cols[2],
-                cols.get(7).unwrap_or(&"?")
+                "{} -> {} {name} held by [{owners}]\n",
+                cols[1], cols[2]
             ));
         }
     }
     out
+}
+
+/// The processes with socket inode `inode` open: "pid command line" each.
+fn holders(inode: &str) -> String {
+    let target = format!("socket:[{inode}]");
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return String::new();
+    };
+    for p in procs.flatten() {
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == target));
+        if holds {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            found.push(format!(
+                "{} {}",
+                p.file_name().to_string_lossy(),
+                cmd.trim()
+            ));
+        }
+    }
+    found.join("; ")
 }
 
 #[test]
