@@ -179,16 +179,27 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         dev_params.is_resident()
     );
     let t = Instant::now();
+    // With the evaluation on the device a witness takes only the packed form's bit buffers
+    // from the pool: those are what the sets stock (as the daemon's backend does).
+    let witness_only = args.eval == "device" && dev_params.is_resident();
     let (prewarmed, warm_note) = if args.no_warm {
         (
-            prover.prewarm(&dev_params, args.prewarm)?,
+            prover
+                .prewarm_buffers(&dev_params, args.prewarm, witness_only)?
+                .0,
             "sets only".to_string(),
         )
     } else {
-        let w = prover.warm(&dev_params, args.prewarm)?;
+        let mut w = prover.warm(&dev_params, if witness_only { 0 } else { args.prewarm })?;
+        if witness_only {
+            let t = Instant::now();
+            (w.sets, w.buffers) = prover.prewarm_buffers(&dev_params, args.prewarm, true)?;
+            w.pinned_ms = t.elapsed().as_secs_f64() * 1e3;
+        }
         let note = format!(
-            "{} pinned buffers in {:.1} s, NTT tables {:.2} s, MSM buffers {:.1} GiB in {:.2} s",
+            "{} pinned {}buffers in {:.1} s, NTT tables {:.2} s, MSM buffers {:.1} GiB in {:.2} s",
             w.buffers,
+            if witness_only { "witness bit " } else { "" },
             w.pinned_ms / 1e3,
             w.tables_ms / 1e3,
             w.workspace_bytes as f64 / (1u64 << 30) as f64,

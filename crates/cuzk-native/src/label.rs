@@ -2,7 +2,7 @@
 //! replica id, layer index, node and parents laid out in 32-byte slots, hashed, and the
 //! digest's first 254 bits (in byte-reversed order) packed into one allocated number.
 
-use crate::{sha256, Bit, NativeError};
+use crate::{sha256, Bit, NativeError, Sink};
 use cuzk_field::Scalar;
 use ff::PrimeField;
 
@@ -23,7 +23,7 @@ pub fn create_label(
     parents: &[&[Bit]],
     layer_index: &[Bit; 32],
     node: &[Bit; 64],
-    aux: &mut Vec<Scalar>,
+    aux: &mut impl Sink,
 ) -> Result<Scalar, NativeError> {
     if !(32..=SLOT).contains(&replica_id.len()) {
         return Err(NativeError::ReplicaId {

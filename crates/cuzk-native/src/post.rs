@@ -85,13 +85,12 @@ pub fn post_partition_witness<Tree: 'static + MerkleTreeTrait>(
         for (j, p) in sector.inclusion_proofs.iter().enumerate() {
             let leaf: Scalar = p.leaf().into();
             w.aux.push(leaf);
-            por::inclusion::<Tree::Proof>(leaf, &p.as_options(), w).map_err(|source| {
-                PostError::Path {
+            por::inclusion::<Tree::Proof>(leaf, &p.as_options(), &mut w.aux, &mut w.inputs)
+                .map_err(|source| PostError::Path {
                     sector: i,
                     challenge: j,
                     source,
-                }
-            })?;
+                })?;
         }
     }
     Ok(())

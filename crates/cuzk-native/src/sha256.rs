@@ -2,8 +2,8 @@
 //! rounds with deferred additions, and the final additions, allocating in the gadget's order.
 
 use crate::word::Word;
+use crate::Sink;
 use crate::{Bit, NativeError};
-use cuzk_field::Scalar;
 
 const ROUND_CONSTANTS: [u32; 64] = [
     0x428a_2f98,
@@ -124,7 +124,7 @@ impl Digest {
 
 /// `sha256::sha256`: appends the aux values the gadget allocates hashing `input` (whole
 /// bytes, most significant bit first) to `aux`, and returns its digest.
-pub fn sha256(input: &[Bit], aux: &mut Vec<Scalar>) -> Result<Digest, NativeError> {
+pub fn sha256(input: &[Bit], aux: &mut impl Sink) -> Result<Digest, NativeError> {
     if !input.len().is_multiple_of(8) {
         return Err(NativeError::NotBytes { bits: input.len() });
     }
@@ -146,10 +146,7 @@ pub fn sha256(input: &[Bit], aux: &mut Vec<Scalar>) -> Result<Digest, NativeErro
 }
 
 /// `sha256::sha256_block_no_padding`: one compression of 512 bits from the IV.
-pub fn sha256_block_no_padding(
-    input: &[Bit],
-    aux: &mut Vec<Scalar>,
-) -> Result<Digest, NativeError> {
+pub fn sha256_block_no_padding(input: &[Bit], aux: &mut impl Sink) -> Result<Digest, NativeError> {
     if input.len() != 512 {
         return Err(NativeError::NotOneBlock { bits: input.len() });
     }
@@ -179,7 +176,7 @@ impl Pending {
 
     /// The word, adding `more` to a pending sum (a ready word ignores `more`, as the
     /// gadget's `Maybe::compute`). Returns where the sum's bits start when it allocated.
-    fn compute(self, more: Option<Word>, aux: &mut Vec<Scalar>) -> (Word, Option<usize>) {
+    fn compute(self, more: Option<Word>, aux: &mut impl Sink) -> (Word, Option<usize>) {
         match self {
             Pending::Ready(w) => (w, None),
             Pending::Sum(mut ops, mut n) => {
@@ -194,7 +191,7 @@ impl Pending {
 }
 
 /// `UInt32::addmany`, and where its bits start in `aux` when it allocated any.
-fn added(ops: &[Word], aux: &mut Vec<Scalar>) -> (Word, Option<usize>) {
+fn added(ops: &[Word], aux: &mut impl Sink) -> (Word, Option<usize>) {
     let start = aux.len();
     let w = Word::addmany(ops, aux);
     (w, (aux.len() > start).then_some(start))
@@ -205,7 +202,7 @@ fn added(ops: &[Word], aux: &mut Vec<Scalar>) -> (Word, Option<usize>) {
 fn compress(
     state: &[Word; 8],
     block: &[Word; 16],
-    aux: &mut Vec<Scalar>,
+    aux: &mut impl Sink,
 ) -> ([Word; 8], [Option<usize>; 8]) {
     let mut w = [Word::constant(0); 64];
     w[..16].copy_from_slice(block);

@@ -4,7 +4,7 @@
 //! word whose bits are all variables takes a mask path; a word with constant bits (the IV,
 //! padding, round constants mixed in) goes bit by bit through the gadget's case analysis.
 
-use crate::Bit;
+use crate::{Bit, Sink};
 use cuzk_field::Scalar;
 use ff::Field;
 
@@ -13,13 +13,13 @@ const SCALARS: [Scalar; 2] = [Scalar::ZERO, Scalar::ONE];
 
 /// Appends one allocated bit.
 #[inline(always)]
-fn push(aux: &mut Vec<Scalar>, b: bool) {
+fn push(aux: &mut impl Sink, b: bool) {
     aux.push(SCALARS[usize::from(b)]);
 }
 
 /// Appends the bits of `x` at the set positions of `mask`, lowest first.
 #[inline]
-fn push_masked(aux: &mut Vec<Scalar>, x: u32, mask: u32) {
+fn push_masked(aux: &mut impl Sink, x: u32, mask: u32) {
     if mask == u32::MAX {
         aux.extend((0..32).map(|i| SCALARS[((x >> i) & 1) as usize]));
     } else {
@@ -115,7 +115,7 @@ impl Word {
 
     /// `UInt32::xor`: one variable per bit where both are variables; a constant bit passes
     /// the other through, negated when it is one.
-    pub(crate) fn xor(self, other: Word, aux: &mut Vec<Scalar>) -> Word {
+    pub(crate) fn xor(self, other: Word, aux: &mut impl Sink) -> Word {
         let both = !self.constant & !other.constant;
         let own = self.value ^ self.negated;
         let others = other.value ^ other.negated;
@@ -130,7 +130,7 @@ impl Word {
     }
 
     /// `UInt32::sha256_ch(e, f, g)`: `(e & f) ^ (!e & g)`.
-    pub(crate) fn ch(e: Word, f: Word, g: Word, aux: &mut Vec<Scalar>) -> Word {
+    pub(crate) fn ch(e: Word, f: Word, g: Word, aux: &mut impl Sink) -> Word {
         let value = (e.value & f.value) ^ (!e.value & g.value);
         if e.all_variables() && f.all_variables() && g.all_variables() {
             push_masked(aux, value, u32::MAX);
@@ -148,7 +148,7 @@ impl Word {
     }
 
     /// `UInt32::sha256_maj(a, b, c)`: `(a & b) ^ (a & c) ^ (b & c)`.
-    pub(crate) fn maj(a: Word, b: Word, c: Word, aux: &mut Vec<Scalar>) -> Word {
+    pub(crate) fn maj(a: Word, b: Word, c: Word, aux: &mut impl Sink) -> Word {
         let value = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
         if a.all_variables() && b.all_variables() && c.all_variables() {
             // Per bit: the majority, then `b & c` (the gadget's helper).
@@ -175,7 +175,7 @@ impl Word {
     /// `UInt32::addmany`: a constant when every bit of every operand is; otherwise the
     /// bits of the whole sum, as many as the largest possible sum has (33 for two operands,
     /// 35 for five to eight), of which the low 32 are the result.
-    pub(crate) fn addmany(ops: &[Word], aux: &mut Vec<Scalar>) -> Word {
+    pub(crate) fn addmany(ops: &[Word], aux: &mut impl Sink) -> Word {
         debug_assert!((2..=10).contains(&ops.len()));
         let sum: u64 = ops.iter().map(|w| u64::from(w.value)).sum();
         if ops.iter().all(|w| w.constant == u32::MAX) {
@@ -206,7 +206,7 @@ fn not(b: Bit) -> Bit {
 
 /// `Boolean::and`: a variable (`and`, `and_not` or `nor` of the two) unless one is a
 /// constant.
-fn bit_and(a: Bit, b: Bit, aux: &mut Vec<Scalar>) -> Bit {
+fn bit_and(a: Bit, b: Bit, aux: &mut impl Sink) -> Bit {
     match (a, b) {
         (Bit::Constant(false), _) | (_, Bit::Constant(false)) => Bit::Constant(false),
         (Bit::Constant(true), x) | (x, Bit::Constant(true)) => x,
@@ -219,7 +219,7 @@ fn bit_and(a: Bit, b: Bit, aux: &mut Vec<Scalar>) -> Bit {
 }
 
 /// `Boolean::sha256_ch`, its cases in the gadget's order.
-fn bit_ch(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Scalar>) -> Bit {
+fn bit_ch(a: Bit, b: Bit, c: Bit, aux: &mut impl Sink) -> Bit {
     let v = (a.value() & b.value()) ^ (!a.value() & c.value());
     match (a, b, c) {
         (Bit::Constant(_), Bit::Constant(_), Bit::Constant(_)) => Bit::Constant(v),
@@ -237,7 +237,7 @@ fn bit_ch(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Scalar>) -> Bit {
 }
 
 /// `Boolean::sha256_maj`, its cases in the gadget's order.
-fn bit_maj(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Scalar>) -> Bit {
+fn bit_maj(a: Bit, b: Bit, c: Bit, aux: &mut impl Sink) -> Bit {
     let v = (a.value() & b.value()) ^ (a.value() & c.value()) ^ (b.value() & c.value());
     match (a, b, c) {
         (Bit::Constant(_), Bit::Constant(_), Bit::Constant(_)) => Bit::Constant(v),

@@ -121,6 +121,55 @@ fn a_partition_without_challenges_is_refused() {
     assert!(matches!(err, PorepError::NoTau), "{err}");
 }
 
+/// One challenge whose comm_d path is a level short has another shape than the others (a
+/// malformed C1): the challenges written in place give way to one after another, and the
+/// witness is still the generic one's. The short one first (the others overflow the room its
+/// length gives) and last (it leaves its room short).
+#[test]
+fn a_challenge_of_another_shape_still_gets_the_generic_witness() {
+    let f = fabricate(&Spec::new(Size::KiB2, Api::V1_1, 6)).unwrap();
+    let C1::Base(c1) = &f.c1 else { panic!() };
+    let pub_in = public(c1, 0);
+    let whole = generic(&pub_in, &c1.vanilla_proofs[0]);
+    for short in [0, c1.vanilla_proofs[0].len() - 1] {
+        let mut proofs = c1.vanilla_proofs[0].clone();
+        proofs[short] = shorter_comm_d_path(&proofs[short]);
+        let want = generic(&pub_in, &proofs);
+        assert!(want.aux.len() < whole.aux.len(), "the path got shorter");
+        let mut cs = WitnessCs::with_one();
+        porep_partition_witness(&pub_in, &proofs, &mut cs).unwrap();
+        let got = cs.into_witness();
+        assert_same("inputs", &got.inputs, &want.inputs);
+        assert_same("aux", &got.aux, &want.aux);
+    }
+}
+
+/// `p` with the last level of its comm_d path dropped (through its serde form: the path's
+/// fields are private).
+fn shorter_comm_d_path<Tree: MerkleTreeTrait>(p: &PorepProof<Tree>) -> PorepProof<Tree> {
+    let mut v = serde_json::to_value(p).unwrap();
+    let levels = path_in(&mut v["comm_d_proofs"]).expect("a comm_d path");
+    assert!(levels.len() > 1);
+    levels.pop();
+    serde_json::from_value(v).unwrap()
+}
+
+/// The first array under a key "path" in `v`.
+fn path_in(v: &mut serde_json::Value) -> Option<&mut Vec<serde_json::Value>> {
+    match v {
+        serde_json::Value::Object(map) => {
+            if map.get("path").is_some_and(serde_json::Value::is_array) {
+                return map
+                    .get_mut("path")
+                    .and_then(serde_json::Value::as_array_mut);
+            }
+            map.values_mut().find_map(path_in)
+        }
+        serde_json::Value::Array(items) => items.iter_mut().find_map(path_in),
+        _ => None,
+    }
+}
+
 /// 32GiB: 11 layers (the column hash of arity 11) and a sub-tree (U8/U8/U0 paths). About
 /// 8.2 GB for the two witnesses and about a minute, mostly the generic synthesis (68 s in the
 /// test profile on a shared 2-core machine), so it runs with the GPU tests on the GPU host

@@ -1,7 +1,7 @@
 //! Bit decompositions the circuit allocates before it hashes: `AllocatedNum::to_bits_le` of a
 //! field element and storage-proofs' `reverse_bit_numbering`, computed natively.
 
-use crate::Bit;
+use crate::{Bit, Sink};
 use cuzk_field::Scalar;
 use ff::{Field, PrimeField};
 
@@ -19,7 +19,7 @@ pub(crate) fn scalar(b: bool) -> Scalar {
 
 /// `AllocatedNum::to_bits_le` (bellpepper-core's `field_into_allocated_bits_le`): appends the
 /// 255 bits of `value`, least significant first, each its own variable, and returns them.
-pub(crate) fn num_to_bits_le(value: Scalar, aux: &mut Vec<Scalar>) -> Vec<Bit> {
+pub(crate) fn num_to_bits_le(value: Scalar, aux: &mut impl Sink) -> Vec<Bit> {
     // The representation is little-endian; the top bit of the 256 is always zero.
     let repr = value.to_repr();
     let bits: Vec<Bit> = (0..NUM_BITS)

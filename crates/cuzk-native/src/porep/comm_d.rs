@@ -4,9 +4,8 @@
 
 use super::bits::{num_to_bits_le, pack_digest, pack_le, reverse_bit_numbering, scalar};
 use super::PorepError;
-use crate::{sha256, NativeError};
+use crate::{sha256, NativeError, Sink};
 use cuzk_field::Scalar;
-use cuzk_synth::Witness;
 use ff::PrimeField;
 
 /// One level of the path: the sibling and the leaf's side (`MerkleProofTrait::as_options`).
@@ -19,7 +18,8 @@ pub(crate) type Level = (Vec<Option<Scalar>>, Option<usize>);
 pub(crate) fn comm_d_inclusion(
     leaf: Scalar,
     path: &[Level],
-    w: &mut Witness,
+    aux: &mut impl Sink,
+    inputs: &mut Vec<Scalar>,
 ) -> Result<Scalar, PorepError> {
     let mut cur = leaf;
     let mut index_bits = Vec::with_capacity(path.len());
@@ -30,22 +30,22 @@ pub(crate) fn comm_d_inclusion(
         };
         // Arity 2: one index bit, bit 0 of the position.
         let right = index & 1 == 1;
-        w.aux.push(scalar(right));
+        aux.push(scalar(right));
         index_bits.push(right);
-        w.aux.push(sibling);
+        aux.push(sibling);
         // `insert_2`: `pick(bit, sibling, cur)` then `pick(bit, cur, sibling)`.
         let (left, right_child) = if right {
             (sibling, cur)
         } else {
             (cur, sibling)
         };
-        w.aux.push(left);
-        w.aux.push(right_child);
-        cur = sha256_hash2(left, right_child, &mut w.aux)?;
+        aux.push(left);
+        aux.push(right_child);
+        cur = sha256_hash2(left, right_child, aux)?;
     }
     // `multipack::pack_into_inputs` of the index bits, `CAPACITY` bits an input.
     for chunk in index_bits.chunks(Scalar::CAPACITY as usize) {
-        w.inputs.push(pack_le(chunk));
+        inputs.push(pack_le(chunk));
     }
     Ok(cur)
 }
@@ -57,7 +57,7 @@ pub(crate) fn comm_d_inclusion(
 pub(crate) fn sha256_hash2(
     a: Scalar,
     b: Scalar,
-    aux: &mut Vec<Scalar>,
+    aux: &mut impl Sink,
 ) -> Result<Scalar, NativeError> {
     let mut preimage = reverse_bit_numbering(num_to_bits_le(a, aux));
     preimage.extend(reverse_bit_numbering(num_to_bits_le(b, aux)));

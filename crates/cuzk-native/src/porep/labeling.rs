@@ -4,16 +4,20 @@
 
 use super::bits::{num_to_bits_le, reverse_bit_numbering, scalar};
 use super::PorepError;
+use crate::Sink;
 use crate::{create_label, Bit, LABEL_PARENTS};
 use cuzk_field::Scalar;
-use cuzk_synth::WitnessCs;
 
 /// `UInt64::alloc` and `pack_into_input` of the challenge: its 64 bits (least significant
 /// first) as aux, the number as an input. Returns the bits as `to_bits_be` gives them.
-pub(crate) fn challenge_num(challenge: u64, cs: &mut WitnessCs) -> [Bit; 64] {
+pub(crate) fn challenge_num(
+    challenge: u64,
+    aux: &mut impl Sink,
+    inputs: &mut Vec<Scalar>,
+) -> [Bit; 64] {
     let le: [bool; 64] = std::array::from_fn(|i| (challenge >> i) & 1 == 1);
-    cs.witness_mut().aux.extend(le.iter().map(|&b| scalar(b)));
-    cs.witness_mut().inputs.push(Scalar::from(challenge));
+    aux.extend(le.iter().map(|&b| scalar(b)));
+    inputs.push(Scalar::from(challenge));
     std::array::from_fn(|i| Bit::Is(le[63 - i]))
 }
 
@@ -27,18 +31,18 @@ pub(crate) fn labels(
     exp: &[Vec<Scalar>],
     node: &[Bit; 64],
     layers: usize,
-    cs: &mut WitnessCs,
+    aux: &mut impl Sink,
 ) -> Result<Vec<Scalar>, PorepError> {
     let mut labels = Vec::with_capacity(layers);
     for layer in 1..=layers {
         let mut parents: Vec<Vec<Bit>> = Vec::with_capacity(drg.len() + exp.len());
         for rows in drg {
-            let bits = num_to_bits_le(rows[layer - 1], &mut cs.witness_mut().aux);
+            let bits = num_to_bits_le(rows[layer - 1], aux);
             parents.push(reverse_bit_numbering(bits));
         }
         if layer > 1 {
             for rows in exp {
-                let bits = num_to_bits_le(rows[layer - 2], &mut cs.witness_mut().aux);
+                let bits = num_to_bits_le(rows[layer - 2], aux);
                 parents.push(reverse_bit_numbering(bits));
             }
         }
@@ -50,7 +54,7 @@ pub(crate) fn labels(
             &expanded,
             &layer_index,
             node,
-            &mut cs.witness_mut().aux,
+            aux,
         )?);
     }
     Ok(labels)

@@ -23,11 +23,11 @@ pub(crate) mod por;
 mod por_tests;
 pub(crate) mod poseidon;
 
-use crate::PorepError;
+use crate::{Bit, Fill, PorepError, Sink};
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::ConstraintSystem;
 use bits::{num_to_bits_le, reverse_bit_numbering};
-use cuzk_field::Scalar;
+use cuzk_field::{Field, Scalar};
 use cuzk_synth::{Witness, WitnessCs};
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::Hasher;
@@ -59,9 +59,10 @@ pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 /// the constant ONE), or as `WitnessCs::reusing` an earlier witness's memory.
 ///
 /// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), the columns are
-/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. The challenges run in parallel on
-/// rayon's pool (the caller's pool when called inside one), each into a section of its own,
-/// copied into `cs` in challenge order.
+/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. The first challenge is written
+/// into `cs`; the others then run in parallel on rayon's pool (the caller's pool when called
+/// inside one), each writing its values in place, into its own stretch of `cs`'s aux (in a
+/// witness reusing an earlier one's memory no page is mapped and nothing is copied).
 pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     pub_in: &PorepPublicInputs<Tree>,
     proofs: &[PorepProof<Tree>],
@@ -89,7 +90,7 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     comm_r_num.inputize(&mut *cs)?;
     let (comm_r_last, comm_c): (Scalar, Scalar) = (comm_r_last.into(), comm_c.into());
     let aux = &mut cs.witness_mut().aux;
-    aux.extend([comm_r_last, comm_c]);
+    aux.extend_from_slice(&[comm_r_last, comm_c]);
     comm_r_hash(comm_c, comm_r_last, aux);
 
     // The circuit's per-challenge proof (storage-proofs-porep's `circuit::params::Proof`) is a
@@ -102,92 +103,159 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         },
         proofs.iter().cloned().map(Into::into).collect(),
     );
-
-    // `Proof::synthesize`, one challenge after another. A challenge's values depend only on
-    // its own proofs and the replica id's bits, so the challenges run in parallel, each into
-    // a system of its own, and their sections are appended in challenge order.
-    let sections: Vec<Witness> = circuit_proofs
+    // What only the circuit's own gadgets allocate, per challenge: the parents' columns
+    // (`ColumnProof::alloc`, one value a row). The rest is written natively below.
+    let challenges: Vec<Challenge> = circuit_proofs
         .into_par_iter()
-        .zip(proofs.par_iter())
-        .map(|(proof, vanilla)| {
-            // The circuit's per-challenge proof type has no public name: the body stays in
-            // this closure, where it is inferred.
-            let mut section = WitnessCs::with_one();
+        .map(|proof| {
+            // The per-challenge proof's types have no public names: they stay in this closure.
             let data_leaf = proof.data_leaf.ok_or(PorepError::Missing("data leaf"))?;
-            section.witness_mut().aux.push(data_leaf);
-            comm_d::comm_d_inclusion(
-                data_leaf,
-                &vanilla.comm_d_proofs.as_options(),
-                section.witness_mut(),
-            )?;
-
-            // The parents' columns: allocated (by the circuit's own `ColumnProof::alloc`: a column's
-            // rows are the aux values it appended), hashed and opened in comm_c.
-            let columns = serde_json::to_value(&vanilla.replica_column_proofs)?;
-            let mut layers = None;
-            let mut drg: Vec<Vec<Scalar>> = Vec::with_capacity(proof.drg_parents_proofs.len());
-            for (i, parent) in proof.drg_parents_proofs.into_iter().enumerate() {
-                let start = section.witness_mut().aux.len();
-                let _ = parent.alloc(&mut section)?;
-                let rows = column_rows(&section, start, &mut layers)?;
-                let hash = column_hash(&rows, &mut section.witness_mut().aux)?;
-                let path = column_path::<Tree>(&columns["drg_parents"][i])?;
-                por::inclusion::<TreeProof<Tree>>(hash, &path, section.witness_mut())?;
-                drg.push(rows);
-            }
-            let mut exp: Vec<Vec<Scalar>> = Vec::with_capacity(proof.exp_parents_proofs.len());
-            for (i, parent) in proof.exp_parents_proofs.into_iter().enumerate() {
-                let start = section.witness_mut().aux.len();
-                let _ = parent.alloc(&mut section)?;
-                let rows = column_rows(&section, start, &mut layers)?;
-                let hash = column_hash(&rows, &mut section.witness_mut().aux)?;
-                let path = column_path::<Tree>(&columns["exp_parents"][i])?;
-                por::inclusion::<TreeProof<Tree>>(hash, &path, section.witness_mut())?;
-                exp.push(rows);
-            }
-            let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
-
-            // Labeling, the encoding (`constraint::add`: one value) and the two remaining openings.
             let challenge = proof.challenge.ok_or(PorepError::Missing("challenge"))?;
-            let node = labeling::challenge_num(challenge, &mut section);
-            let labels =
-                labeling::labels(&replica_id_bits, &drg, &exp, &node, layers, &mut section)?;
-            let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
-            let encoded = key + data_leaf;
-            section.witness_mut().aux.push(encoded);
-            let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
-            por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, section.witness_mut())?;
-            let column_hash = column_hash(&labels, &mut section.witness_mut().aux)?;
-            let path = column_path::<Tree>(&columns["c_x"])?;
-            por::inclusion::<TreeProof<Tree>>(column_hash, &path, section.witness_mut())?;
-            Ok(section.into_witness())
+            let mut drg = Vec::with_capacity(proof.drg_parents_proofs.len());
+            for parent in proof.drg_parents_proofs {
+                let mut column = WitnessCs::new();
+                let _ = parent.alloc(&mut column)?;
+                drg.push(column.into_witness());
+            }
+            let mut exp = Vec::with_capacity(proof.exp_parents_proofs.len());
+            for parent in proof.exp_parents_proofs {
+                let mut column = WitnessCs::new();
+                let _ = parent.alloc(&mut column)?;
+                exp.push(column.into_witness());
+            }
+            Ok(Challenge {
+                data_leaf,
+                challenge,
+                drg,
+                exp,
+            })
         })
         .collect::<Result<_, PorepError>>()?;
-    append_sections(cs.witness_mut(), sections);
+
+    // `Proof::synthesize`, one challenge after another. A challenge's values depend only on
+    // its own proofs and the replica id's bits, and every challenge has one shape: the
+    // first is written into the witness, which gives the shape's length; the others are then
+    // written in place, in parallel, each into its own stretch of the witness.
+    let w = cs.witness_mut();
+    let start = w.aux.len();
+    let first = &challenges[0];
+    write_challenge::<Tree>(
+        first,
+        &proofs[0],
+        &replica_id_bits,
+        &mut w.aux,
+        &mut w.inputs,
+    )?;
+    let len = w.aux.len() - start;
+    let rest = (&challenges[1..], &proofs[1..]);
+    if !rest.0.is_empty() && !in_place::<Tree>(rest, &replica_id_bits, len, w)? {
+        // A challenge of another shape (a malformed proof): one after another instead.
+        for (c, vanilla) in rest.0.iter().zip(rest.1) {
+            write_challenge::<Tree>(c, vanilla, &replica_id_bits, &mut w.aux, &mut w.inputs)?;
+        }
+    }
     Ok(())
 }
 
-/// Appends the challenges' sections to `w` in order: each section's inputs after its ONE,
-/// and its aux. Equal sections (every challenge of a partition has the same shape) are copied
-/// in parallel, each value written once.
-fn append_sections(w: &mut Witness, sections: Vec<Witness>) {
-    for s in &sections {
-        w.inputs.extend_from_slice(&s.inputs[1..]);
+/// A challenge's columns as the circuit allocated them, and its data leaf and index.
+struct Challenge {
+    data_leaf: Scalar,
+    challenge: u64,
+    /// The DRG parents' columns: each one's rows as aux (and any inputs it allocated).
+    drg: Vec<Witness>,
+    /// The expander parents' columns.
+    exp: Vec<Witness>,
+}
+
+/// Writes `challenges` after `w`'s values, each into `len` values of its own, in parallel;
+/// appends their inputs in order. `Ok(false)` (and `w` as it was) when one had another
+/// length.
+fn in_place<Tree: 'static + MerkleTreeTrait>(
+    (challenges, proofs): (&[Challenge], &[PorepProof<Tree>]),
+    replica_id_bits: &[Bit],
+    len: usize,
+    w: &mut Witness,
+) -> Result<bool, PorepError> {
+    let filled = w.aux.len();
+    // Every core writes its share of the room first (in a reused witness the pages are mapped
+    // already: no page is faulted in on the proving path).
+    w.aux
+        .par_extend(rayon::iter::repeat_n(Scalar::ZERO, challenges.len() * len));
+    let sections: Vec<Option<Vec<Scalar>>> = w.aux[filled..]
+        .par_chunks_mut(len)
+        .zip(challenges.par_iter().zip(proofs.par_iter()))
+        .map(|(room, (c, vanilla))| {
+            let mut sink = Fill::new(room);
+            let mut inputs = Vec::new();
+            write_challenge::<Tree>(c, vanilla, replica_id_bits, &mut sink, &mut inputs)?;
+            Ok(sink.finish().ok().map(|()| inputs))
+        })
+        .collect::<Result<_, PorepError>>()?;
+    if sections.iter().any(Option::is_none) {
+        w.aux.truncate(filled);
+        return Ok(false);
     }
-    let len = sections.first().map_or(0, |s| s.aux.len());
-    if len > 0 && sections.iter().all(|s| s.aux.len() == len) {
-        let total = len * sections.len();
-        w.aux.par_extend(
-            (0..total)
-                .into_par_iter()
-                .with_min_len(1 << 16)
-                .map(|i| sections[i / len].aux[i % len]),
-        );
-    } else {
-        for s in &sections {
-            w.aux.extend_from_slice(&s.aux);
-        }
+    for inputs in sections.into_iter().flatten() {
+        w.inputs.extend_from_slice(&inputs);
     }
+    Ok(true)
+}
+
+/// Appends one challenge's values (`Proof::synthesize`) to `aux` and its inputs to `inputs`:
+/// the data leaf and its comm_d path, each parent's column, hash and comm_c path, the
+/// labels, the encoding and the comm_r_last and comm_c paths.
+fn write_challenge<Tree: 'static + MerkleTreeTrait>(
+    c: &Challenge,
+    vanilla: &PorepProof<Tree>,
+    replica_id_bits: &[Bit],
+    aux: &mut impl Sink,
+    inputs: &mut Vec<Scalar>,
+) -> Result<(), PorepError> {
+    aux.push(c.data_leaf);
+    let comm_d_path = vanilla.comm_d_proofs.as_options();
+    comm_d::comm_d_inclusion(c.data_leaf, &comm_d_path, aux, inputs)?;
+
+    // The parents' columns: allocated (by the circuit), hashed and opened in comm_c.
+    let columns = serde_json::to_value(&vanilla.replica_column_proofs)?;
+    let mut layers = None;
+    let drg = parents::<Tree>(&c.drg, &columns["drg_parents"], &mut layers, aux, inputs)?;
+    let exp = parents::<Tree>(&c.exp, &columns["exp_parents"], &mut layers, aux, inputs)?;
+    let layers = layers.ok_or(PorepError::Parents { count: 0 })?;
+
+    // Labeling, the encoding (`constraint::add`: one value) and the two remaining openings.
+    let node = labeling::challenge_num(c.challenge, aux, inputs);
+    let labels = labeling::labels(replica_id_bits, &drg, &exp, &node, layers, aux)?;
+    let key = *labels.last().ok_or(PorepError::ColumnHash { layers })?;
+    let encoded = key + c.data_leaf;
+    aux.push(encoded);
+    let comm_r_last_path = vanilla.comm_r_last_proof.as_options();
+    por::inclusion::<TreeProof<Tree>>(encoded, &comm_r_last_path, aux, inputs)?;
+    let column_hash = column_hash(&labels, aux)?;
+    let path = column_path::<Tree>(&columns["c_x"])?;
+    por::inclusion::<TreeProof<Tree>>(column_hash, &path, aux, inputs)?;
+    Ok(())
+}
+
+/// Appends each parent's column (as the circuit allocated it), its hash and its comm_c path
+/// (`proofs[i]`, the vanilla column proofs' serde form); returns the columns' rows.
+fn parents<Tree: 'static + MerkleTreeTrait>(
+    columns: &[Witness],
+    proofs: &serde_json::Value,
+    layers: &mut Option<usize>,
+    aux: &mut impl Sink,
+    inputs: &mut Vec<Scalar>,
+) -> Result<Vec<Vec<Scalar>>, PorepError> {
+    let mut rows = Vec::with_capacity(columns.len());
+    for (i, column) in columns.iter().enumerate() {
+        aux.extend(column.aux.iter().copied());
+        inputs.extend_from_slice(&column.inputs);
+        check_rows(&column.aux, layers)?;
+        let hash = column_hash(&column.aux, aux)?;
+        let path = column_path::<Tree>(&proofs[i])?;
+        por::inclusion::<TreeProof<Tree>>(hash, &path, aux, inputs)?;
+        rows.push(column.aux.clone());
+    }
+    Ok(rows)
 }
 
 /// `v`, typed as the parameter `f` takes: `f` is never called.
@@ -195,14 +263,9 @@ fn typed_like<P, R>(_f: impl FnOnce(&mut WitnessCs, Vec<P>) -> R, v: Vec<P>) -> 
     v
 }
 
-/// The rows of the column allocated from aux index `start` on; the first column fixes the
-/// layers, which every other must have (the circuit asserts it).
-fn column_rows(
-    cs: &WitnessCs,
-    start: usize,
-    layers: &mut Option<usize>,
-) -> Result<Vec<Scalar>, PorepError> {
-    let rows = cs.aux_slice()[start..].to_vec();
+/// Checks a column's rows: the first column fixes the layers, which every other must have
+/// (the circuit asserts it).
+fn check_rows(rows: &[Scalar], layers: &mut Option<usize>) -> Result<(), PorepError> {
     let first = *layers.get_or_insert(rows.len());
     if rows.len() != first {
         return Err(PorepError::Columns {
@@ -213,7 +276,7 @@ fn column_rows(
     if first != 2 && first != 11 {
         return Err(PorepError::ColumnHash { layers: first });
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// A vanilla column proof's inclusion path (`as_options`), read from its serde form: the
@@ -228,13 +291,13 @@ fn column_path<Tree: MerkleTreeTrait>(
 /// What the tree hasher's `hash2_circuit(comm_c, comm_r_last)` allocates
 /// (Filecoin's trees hash with Poseidon: arity 2, filecoin-hashers' constants), appended to
 /// `aux`; returns comm_r.
-pub(crate) fn comm_r_hash(comm_c: Scalar, comm_r_last: Scalar, aux: &mut Vec<Scalar>) -> Scalar {
+pub(crate) fn comm_r_hash(comm_c: Scalar, comm_r_last: Scalar, aux: &mut impl Sink) -> Scalar {
     poseidon::poseidon::<U2>(&[comm_c, comm_r_last], aux)
 }
 
 /// storage-proofs-porep's `hash_single_column` (crate-private there): Poseidon of arity 2 or
 /// 11 with filecoin-hashers' constants.
-fn column_hash(column: &[Scalar], aux: &mut Vec<Scalar>) -> Result<Scalar, PorepError> {
+fn column_hash(column: &[Scalar], aux: &mut impl Sink) -> Result<Scalar, PorepError> {
     Ok(match column.len() {
         2 => poseidon::poseidon::<U2>(column, aux),
         11 => poseidon::poseidon::<U11>(column, aux),

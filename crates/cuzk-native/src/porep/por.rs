@@ -11,8 +11,8 @@ use super::bits::{pack_le, scalar};
 use super::comm_d::Level;
 use super::poseidon::poseidon;
 use super::PorepError;
+use crate::Sink;
 use cuzk_field::Scalar;
-use cuzk_synth::Witness;
 use ff::PrimeField;
 use filecoin_hashers::PoseidonArity;
 use storage_proofs_core::merkle::MerkleProofTrait;
@@ -23,7 +23,8 @@ use typenum::Unsigned;
 pub(crate) fn inclusion<P: MerkleProofTrait>(
     leaf: Scalar,
     path: &[Level],
-    w: &mut Witness,
+    aux: &mut impl Sink,
+    inputs: &mut Vec<Scalar>,
 ) -> Result<Scalar, PorepError> {
     // `AuthPath::from`: the last level is the top tree's, the one before the sub tree's.
     let extra = match (P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize()) {
@@ -39,11 +40,11 @@ pub(crate) fn inclusion<P: MerkleProofTrait>(
     // A top tree comes with a sub tree (`AuthPath::from` asserts it).
     let (sub, top) = rest.split_at(extra.min(1));
     let mut bits = Vec::new();
-    let cur = sub_path::<P::Arity>(leaf, base, 0, &mut bits, w)?;
-    let cur = sub_path::<P::SubTreeArity>(cur, sub, base.len(), &mut bits, w)?;
-    let root = sub_path::<P::TopTreeArity>(cur, top, base.len() + sub.len(), &mut bits, w)?;
+    let cur = sub_path::<P::Arity>(leaf, base, 0, &mut bits, aux)?;
+    let cur = sub_path::<P::SubTreeArity>(cur, sub, base.len(), &mut bits, aux)?;
+    let root = sub_path::<P::TopTreeArity>(cur, top, base.len() + sub.len(), &mut bits, aux)?;
     for chunk in bits.chunks(Scalar::CAPACITY as usize) {
-        w.inputs.push(pack_le(chunk));
+        inputs.push(pack_le(chunk));
     }
     Ok(root)
 }
@@ -54,7 +55,7 @@ pub(super) fn sub_path<A: 'static + PoseidonArity>(
     levels: &[Level],
     first: usize,
     bits: &mut Vec<bool>,
-    w: &mut Witness,
+    aux: &mut impl Sink,
 ) -> Result<Scalar, PorepError> {
     let arity = A::to_usize();
     if arity == 0 {
@@ -68,15 +69,15 @@ pub(super) fn sub_path<A: 'static + PoseidonArity>(
             return Err(PorepError::Path { level });
         }
         let b: Vec<bool> = (0..index_bits).map(|j| (index >> j) & 1 == 1).collect();
-        w.aux.extend(b.iter().map(|&x| scalar(x)));
+        aux.extend(b.iter().map(|&x| scalar(x)));
         bits.extend_from_slice(&b);
-        let start = w.aux.len();
-        for s in siblings {
-            w.aux.push(s.ok_or(PorepError::Path { level })?);
-        }
-        let sibs = w.aux[start..].to_vec();
-        let children = insert(cur, &b, &sibs, &mut w.aux).ok_or(PorepError::Arity { arity })?;
-        cur = poseidon::<A>(&children, &mut w.aux);
+        let sibs = siblings
+            .iter()
+            .map(|s| s.ok_or(PorepError::Path { level }))
+            .collect::<Result<Vec<Scalar>, PorepError>>()?;
+        aux.extend(sibs.iter().copied());
+        let children = insert(cur, &b, &sibs, aux).ok_or(PorepError::Arity { arity })?;
+        cur = poseidon::<A>(&children, aux);
     }
     Ok(cur)
 }
@@ -88,7 +89,7 @@ pub(crate) fn insert(
     a: Scalar,
     b: &[bool],
     s: &[Scalar],
-    aux: &mut Vec<Scalar>,
+    aux: &mut impl Sink,
 ) -> Option<Vec<Scalar>> {
     // Arity 8 allocates the `nor` and the `and` of the two low bits before its picks.
     if let ([b0, b1, _], 7) = (b, s.len()) {

@@ -8,7 +8,7 @@ use super::poseidon::poseidon;
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::num::AllocatedNum;
 use cuzk_field::Scalar;
-use cuzk_synth::{Witness, WitnessCs};
+use cuzk_synth::WitnessCs;
 use ff::Field;
 use filecoin_hashers::poseidon::PoseidonFunction;
 use filecoin_hashers::{HashFunction, PoseidonArity};
@@ -37,13 +37,12 @@ fn level_agrees<A: 'static + PoseidonArity>() {
     for index in 0..arity {
         let cur = Scalar::random(&mut rng);
         let sibs: Vec<Scalar> = (1..arity).map(|_| Scalar::random(&mut rng)).collect();
-        let mut w = Witness::default();
-        w.aux.push(cur);
+        let mut aux = vec![cur];
         let level: Level = (sibs.iter().copied().map(Some).collect(), Some(index));
         let mut bits = Vec::new();
-        sub_path::<A>(cur, &[level], 0, &mut bits, &mut w).unwrap();
+        sub_path::<A>(cur, &[level], 0, &mut bits, &mut aux).unwrap();
         assert_eq!(
-            w.aux,
+            aux,
             generic::<A>(cur, index, &sibs),
             "arity {arity}, position {index}"
         );

@@ -10,6 +10,7 @@
 //! at the last initial full round, then the sparse ones through the partial rounds. Last, the
 //! hash (state element 1) is allocated.
 
+use crate::Sink;
 use cuzk_field::Scalar;
 use ff::Field;
 use filecoin_hashers::PoseidonArity;
@@ -17,7 +18,7 @@ use neptune::poseidon::{Arity, PoseidonConstants};
 
 /// Appends the circuit's values for hashing `preimage` (its arity, `A`) with
 /// filecoin-hashers' constants of that arity and returns the hash.
-pub(crate) fn poseidon<A: PoseidonArity>(preimage: &[Scalar], aux: &mut Vec<Scalar>) -> Scalar {
+pub(crate) fn poseidon<A: PoseidonArity>(preimage: &[Scalar], aux: &mut impl Sink) -> Scalar {
     poseidon_with(A::PARAMETERS(), preimage, aux)
 }
 
@@ -26,7 +27,7 @@ pub(crate) fn poseidon<A: PoseidonArity>(preimage: &[Scalar], aux: &mut Vec<Scal
 pub(crate) fn poseidon_with<A: Arity<Scalar>>(
     c: &PoseidonConstants<Scalar, A>,
     preimage: &[Scalar],
-    aux: &mut Vec<Scalar>,
+    aux: &mut impl Sink,
 ) -> Scalar {
     let width = c.width();
     assert_eq!(preimage.len() + 1, width, "a preimage of the arity");
@@ -96,7 +97,7 @@ pub(crate) fn poseidon_with<A: Arity<Scalar>>(
 
 /// `quintic_s_box` of a linear combination: its value allocated, squared, to the fourth,
 /// then the fifth power plus the key.
-fn s_box(l: Scalar, key: Option<Scalar>, aux: &mut Vec<Scalar>) -> Scalar {
+fn s_box(l: Scalar, key: Option<Scalar>, aux: &mut impl Sink) -> Scalar {
     let l2 = l.square();
     let l4 = l2.square();
     let mut l5 = l4 * l;

@@ -63,6 +63,13 @@ pub(crate) fn synthesis_loop(
                 }
                 let (s, witness) = prepare(&*backend, s, task.job, task.partition, task.device)?;
                 used = witness;
+                tracing::debug!(
+                    setup_ms = s.setup_time.as_secs_f64() * 1e3,
+                    synthesis_ms = s.synthesis.as_secs_f64() * 1e3,
+                    prepare_ms = s.prepare.as_secs_f64() * 1e3,
+                    threads = share,
+                    "partition ready"
+                );
                 Ok(s)
             })
         };
