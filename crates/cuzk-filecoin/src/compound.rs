@@ -131,6 +131,14 @@ pub(crate) type NativeFn<S> = fn(
     &mut WitnessCs,
 ) -> std::result::Result<(), String>;
 
+/// A native generator and whether it packs the aux assignment ([`cuzk_synth::Witness::packed`]:
+/// PoRep's, nearly all bits); one that packs gets a system with no room made for the aux
+/// values one by one ([`WitnessCs::reusing_for_packing`]).
+pub(crate) struct Native<S: ProofScheme<'static>> {
+    pub make: NativeFn<S>,
+    pub packs: bool,
+}
+
 /// How a circuit's PCE is recorded when the cache has no file of it, from the scheme's
 /// public parameters (PoRep: its challenges in parallel runs).
 pub(crate) type RecordFn<S> = fn(
@@ -156,7 +164,7 @@ pub(crate) struct CompoundJob<S: ProofScheme<'static>, C, CP> {
     pub split: Option<SplitFn<S, C>>,
     /// Makes a partition's witness natively (PoRep, PoSt, SnapDeals); `None`, or a failure,
     /// synthesizes it.
-    pub native: Option<NativeFn<S>>,
+    pub native: Option<Native<S>>,
     /// Records the circuit's PCE (PoRep: in runs); `None` records the blank circuit whole.
     pub record: Option<RecordFn<S>>,
     pub _marker: PhantomData<fn() -> (C, CP)>,
@@ -199,7 +207,7 @@ where
     }
 
     fn witness(&self, pce: &Pce, k: usize, spare: Witness) -> Result<Witness> {
-        let spare = match self.native {
+        let spare = match &self.native {
             Some(native) => match native_witness::<S>(native, self, k, pce, spare) {
                 Ok(w) => {
                     tracing::debug!(partition = k, "witness made natively");
@@ -349,7 +357,7 @@ where
             job.synthesized(&keys.pce, k, Witness::default())
         });
     }
-    let Some(f) = job.native else {
+    let Some(f) = &job.native else {
         return Err(failed(0, "the circuit has no native generator".into()));
     };
     checked(job, &expected, |k| {
@@ -474,22 +482,26 @@ impl Vanilla<'_> {
 /// Partition `k`'s witness of `job` from `native`, in `spare`'s memory, checked to have the
 /// circuit's shape (`pce`'s inputs and aux); on failure `spare` comes back with the reason.
 fn native_witness<S: ProofScheme<'static>>(
-    native: NativeFn<S>,
+    native: &Native<S>,
     job: &CompoundJob<S, impl Sized, impl Sized>,
     k: usize,
     pce: &Pce,
     spare: Witness,
 ) -> std::result::Result<Witness, (String, Witness)> {
-    let mut cs = WitnessCs::reusing(spare, pce.num_inputs, pce.num_aux);
-    let made = native(&job.pub_in, &job.pub_params, k, &job.vanilla[k], &mut cs);
+    let mut cs = if native.packs {
+        WitnessCs::reusing_for_packing(spare, pce.num_inputs)
+    } else {
+        WitnessCs::reusing(spare, pce.num_inputs, pce.num_aux)
+    };
+    let made = (native.make)(&job.pub_in, &job.pub_params, k, &job.vanilla[k], &mut cs);
     let w = cs.into_witness();
     match made {
         Err(reason) => Err((reason, w)),
-        Ok(()) if (w.inputs.len(), w.aux.len()) != (pce.num_inputs, pce.num_aux) => Err((
+        Ok(()) if (w.inputs.len(), w.aux_len()) != (pce.num_inputs, pce.num_aux) => Err((
             format!(
                 "{} inputs and {} aux values, where the circuit has {} and {}",
                 w.inputs.len(),
-                w.aux.len(),
+                w.aux_len(),
                 pce.num_inputs,
                 pce.num_aux
             ),
@@ -548,10 +560,10 @@ fn join_witnesses(
     spare: Witness,
 ) -> std::result::Result<Witness, (String, Witness)> {
     match check_runs(&subs, counts, num_inputs, num_aux) {
-        Ok((common_i, common_a)) => Ok(Witness {
-            inputs: concat(spare.inputs, &subs, |w| &w.inputs, common_i, num_inputs),
-            aux: concat(spare.aux, &subs, |w| &w.aux, common_a, num_aux),
-        }),
+        Ok((common_i, common_a)) => Ok(Witness::new(
+            concat(spare.inputs, &subs, |w| &w.inputs, common_i, num_inputs),
+            concat(spare.aux, &subs, |w| &w.aux, common_a, num_aux),
+        )),
         Err(reason) => Err((reason, spare)),
     }
 }
@@ -682,6 +694,7 @@ mod tests {
         let mut w = Witness {
             inputs: vec![Fr::ONE, Fr::from(7), Fr::from(8)],
             aux: vec![Fr::from(9)],
+            packed: None,
         };
         for c in challenges {
             w.inputs.extend([Fr::from(100 + c), Fr::from(200 + c)]);

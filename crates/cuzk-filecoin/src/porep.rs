@@ -3,7 +3,7 @@
 
 use crate::adapter::Sequential;
 use crate::cache::{CircuitId, CircuitKeys, ParamCache};
-use crate::compound::{prove_job, CompoundJob, Job, Proved, Runs};
+use crate::compound::{prove_job, CompoundJob, Job, Native, Proved, Runs};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::Prover;
@@ -398,7 +398,10 @@ pub(crate) fn porep_job<Tree: 'static + MerkleTreeTrait>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: Some(porep_runs::<Tree>),
-        native: native.then_some(porep_native::<Tree>),
+        native: native.then_some(Native {
+            make: porep_native::<Tree>,
+            packs: true,
+        }),
         record: Some(record_porep::<Tree>),
         _marker: PhantomData,
     })

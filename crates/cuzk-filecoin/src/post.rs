@@ -3,7 +3,7 @@
 //! `generate_window_post_with_vanilla` make them.
 
 use crate::cache::CircuitId;
-use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
+use crate::compound::{prove_job, CompoundJob, Job, Native, Proved, Vanilla};
 use crate::error::{chain, Error, ProofKind, Result};
 use crate::porep::{safe, setup_error};
 use crate::Prover;
@@ -336,7 +336,10 @@ pub(crate) fn post_job<Tree: 'static + MerkleTreeTrait>(
         pub_params: pub_params.vanilla_params,
         // The circuit parallelizes its sectors itself (it extends its constraint system).
         split: None,
-        native: native.then_some(post_native::<Tree>),
+        native: native.then_some(Native {
+            make: post_native::<Tree>,
+            packs: false,
+        }),
         record: None,
         _marker: PhantomData,
     })

@@ -2,7 +2,7 @@
 //! `generate_empty_sector_update_proof_with_vanilla` makes them.
 
 use crate::cache::CircuitId;
-use crate::compound::{prove_job, CompoundJob, Job, Proved, Vanilla};
+use crate::compound::{prove_job, CompoundJob, Job, Native, Proved, Vanilla};
 use crate::error::{Error, ProofKind, Result};
 use crate::ids::hex;
 use crate::porep::nonzero;
@@ -163,7 +163,10 @@ pub(crate) fn update_job<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         vanilla: vanilla_proofs,
         pub_params: pub_params.vanilla_params,
         split: None,
-        native: native.then_some(update_native::<Tree>),
+        native: native.then_some(Native {
+            make: update_native::<Tree>,
+            packs: false,
+        }),
         record: None,
         _marker: PhantomData,
     })

@@ -76,7 +76,7 @@ fn filecoin_porep_native_witnesses_of_a_sealed_2kib_sector_are_the_synthesized_o
     Ok(())
 }
 
-/// Both ways' witnesses agree, value for value.
+/// Both ways' witnesses agree, value for value (a packed aux assignment expanded).
 fn assert_same_witnesses(
     what: &str,
     native: &[cuzk_synth::Witness],
@@ -84,6 +84,8 @@ fn assert_same_witnesses(
 ) {
     assert_eq!(native.len(), synthesized.len(), "{what}: partitions");
     for (k, (n, s)) in native.iter().zip(synthesized).enumerate() {
+        // A native PoRep witness comes packed: compared value by value.
+        let (n, s) = (n.unpacked(), s.unpacked());
         assert_eq!(n.inputs, s.inputs, "{what}: partition {k}'s inputs");
         assert_eq!(
             n.aux.len(),

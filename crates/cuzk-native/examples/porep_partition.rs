@@ -2,11 +2,9 @@
 //!
 //! The partition is partition 0 of a fabricated C1 output (`cuzk_bench::fabricate`, API 1.1)
 //! of the size given (2KiB by default; 32GiB needs about 9 GB for the two witnesses). Generic: the circuit `StackedCompound::circuit` builds,
-//! `StackedCircuit::synthesize`d into `WitnessCs`. Hybrid: [`porep_partition_witness`] into a
-//! fresh witness growing as it goes, into fresh room of its size (pages mapped in parallel
-//! first), then into a reused one (as a service reuses them, so that no fresh pages are
-//! faulted in). All run on the calling thread; every hybrid witness is checked equal to the
-//! generic one.
+//! `StackedCircuit::synthesize`d into `WitnessCs`. Hybrid: [`porep_partition_witness`] (its
+//! aux packed) into a fresh witness, then into a reused one (as a service reuses them). All
+//! run on the calling thread; every hybrid witness is checked equal to the generic one.
 //! `cargo run --release -p cuzk-native --example porep_partition [2KiB|8MiB|32GiB] [iterations]`
 //! prints the medians of `iterations` (default 5) runs of each.
 
@@ -98,10 +96,8 @@ fn run<Tree: 'static + MerkleTreeTrait>(
         .collect();
     let want = want.expect("one run");
     let g = median(generic_times);
-    let (n_in, n_aux) = (want.inputs.len(), want.aux.len());
-    // Hybrid into a fresh witness growing as it goes; into fresh room of the witness's size
-    // (`WitnessCs::reusing` nothing: its pages mapped by every core first); into a reused
-    // witness, as a service reuses them (no fresh pages at all).
+    let n_in = want.inputs.len();
+    // Hybrid into a fresh witness, and into a reused one as a service reuses them.
     let mut spare = Witness::default();
     let mut time = |start: &dyn Fn(Witness) -> WitnessCs, keep: bool| -> Duration {
         let times = (0..iterations)
@@ -111,7 +107,10 @@ fn run<Tree: 'static + MerkleTreeTrait>(
                 porep_partition_witness(&pub_in, proofs, &mut cs).expect("hybrid");
                 let d = t.elapsed();
                 let w = cs.into_witness();
-                assert!(w == want, "the hybrid witness differs from the generic one");
+                assert!(
+                    *w.unpacked() == want,
+                    "the hybrid witness differs from the generic one"
+                );
                 if keep {
                     spare = w;
                 }
@@ -121,11 +120,7 @@ fn run<Tree: 'static + MerkleTreeTrait>(
         median(times)
     };
     let h = time(&|_| WitnessCs::with_one(), false);
-    let f = time(
-        &|_| WitnessCs::reusing(Witness::default(), n_in, n_aux),
-        false,
-    );
-    let r = time(&|w| WitnessCs::reusing(w, n_in, n_aux), true);
+    let r = time(&|w| WitnessCs::reusing_for_packing(w, n_in), true);
     let values = want.inputs.len() + want.aux.len();
     println!(
         "{size} partition 0: {} challenges, {} inputs, {} aux",
@@ -135,8 +130,7 @@ fn run<Tree: 'static + MerkleTreeTrait>(
     );
     for (path, t) in [
         ("generic", g),
-        ("hybrid, growing", h),
-        ("hybrid, fresh room", f),
+        ("hybrid, fresh", h),
         ("hybrid, reused witness", r),
     ] {
         println!(

@@ -18,9 +18,9 @@
 //! [`snap_partition_witness`] a SnapDeals partition's (storage-proofs-update's
 //! `EmptySectorUpdateCircuit`), all of it natively too.
 //!
-//! The generators append to a [`Sink`]: a growing `Vec`, or a [`Fill`] of a fixed stretch of
-//! a larger witness's memory (how a PoRep partition's challenges write their sections in
-//! place, in parallel).
+//! The generators append to a [`Sink`]: a growing `Vec`, or a packed assignment
+//! ([`cuzk_synth::PackedAux`]: zeros and ones as bits), which is how a PoRep partition's
+//! challenges write their sections, in parallel, and how its witness comes back.
 //!
 //! Input bits are [`Bit`]s: a constant, or a variable allocated elsewhere (by the caller's
 //! circuit, never here) with its value, possibly negated as `Boolean::Not`.
@@ -44,5 +44,5 @@ pub use label::{create_label, LABEL_PARENTS};
 pub use porep::{porep_partition_witness, PorepProof, PorepPublicInputs};
 pub use post::{post_partition_witness, PostError, PostProof, PostPublicInputs};
 pub use sha256::{sha256, sha256_block_no_padding, Digest};
-pub use sink::{Fill, Sink};
+pub use sink::Sink;
 pub use snap::{snap_partition_witness, SnapError, SnapProof};

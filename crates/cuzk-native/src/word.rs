@@ -17,18 +17,32 @@ fn push(aux: &mut impl Sink, b: bool) {
     aux.push(SCALARS[usize::from(b)]);
 }
 
+/// The bits of `x` at the even positions of a word (bit i at bit 2i).
+#[inline]
+fn spread(x: u32) -> u64 {
+    let mut v = u64::from(x);
+    v = (v | v << 16) & 0x0000_ffff_0000_ffff;
+    v = (v | v << 8) & 0x00ff_00ff_00ff_00ff;
+    v = (v | v << 4) & 0x0f0f_0f0f_0f0f_0f0f;
+    v = (v | v << 2) & 0x3333_3333_3333_3333;
+    (v | v << 1) & 0x5555_5555_5555_5555
+}
+
 /// Appends the bits of `x` at the set positions of `mask`, lowest first.
 #[inline]
 fn push_masked(aux: &mut impl Sink, x: u32, mask: u32) {
     if mask == u32::MAX {
-        aux.extend((0..32).map(|i| SCALARS[((x >> i) & 1) as usize]));
+        aux.bits(u64::from(x), 32);
     } else {
-        let mut m = mask;
+        // The selected bits, gathered to the low end in order (a software `pext`).
+        let (mut m, mut packed, mut n) = (mask, 0u64, 0u32);
         while m != 0 {
             let i = m.trailing_zeros();
-            push(aux, (x >> i) & 1 == 1);
+            packed |= u64::from((x >> i) & 1) << n;
+            n += 1;
             m &= m - 1;
         }
+        aux.bits(packed, n);
     }
 }
 
@@ -153,12 +167,7 @@ impl Word {
         if a.all_variables() && b.all_variables() && c.all_variables() {
             // Per bit: the majority, then `b & c` (the gadget's helper).
             let bc = b.value & c.value;
-            aux.extend((0..32).flat_map(|i| {
-                [
-                    SCALARS[((value >> i) & 1) as usize],
-                    SCALARS[((bc >> i) & 1) as usize],
-                ]
-            }));
+            aux.bits(spread(value) | spread(bc) << 1, 64);
             return Word {
                 value,
                 constant: 0,

@@ -3,7 +3,7 @@
 
 use cuzk_bench::fabricate::{fabricate, Api, Size, Spec, C1};
 use cuzk_native::{porep_partition_witness, PorepError, PorepProof, PorepPublicInputs};
-use cuzk_synth::{Witness, WitnessCs};
+use cuzk_synth::{PackedAux, Witness, WitnessCs};
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::{Domain, Hasher};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -63,6 +63,19 @@ fn assert_same(what: &str, hybrid: &[cuzk_field::Scalar], generic: &[cuzk_field:
     );
 }
 
+/// The hybrid witness `got` (its aux packed) against the generic `want`: the same inputs, the
+/// same aux values one by one, and the packed form the generic values pack into.
+fn assert_same_witness(got: &Witness, want: &Witness) {
+    assert_same("inputs", &got.inputs, &want.inputs);
+    assert!(got.aux.is_empty(), "the hybrid aux is all packed");
+    let packed = got.packed.as_ref().expect("a packed aux assignment");
+    assert_same("aux", &packed.to_values(), &want.aux);
+    assert!(
+        *packed == PackedAux::from_values(&want.aux),
+        "the packed form is the generic witness's"
+    );
+}
+
 /// The first `partitions` partitions of a C1 output, both ways.
 fn agree_c1<Tree: 'static + MerkleTreeTrait>(
     size: Size,
@@ -75,8 +88,7 @@ fn agree_c1<Tree: 'static + MerkleTreeTrait>(
         let mut cs = WitnessCs::with_one();
         porep_partition_witness(&pub_in, proofs, &mut cs).unwrap();
         let got = cs.into_witness();
-        assert_same("inputs", &got.inputs, &want.inputs);
-        assert_same("aux", &got.aux, &want.aux);
+        assert_same_witness(&got, &want);
         eprintln!(
             "{size} partition {k}: {} challenges, {} inputs and {} aux values agree",
             proofs.len(),
@@ -122,9 +134,8 @@ fn a_partition_without_challenges_is_refused() {
 }
 
 /// One challenge whose comm_d path is a level short has another shape than the others (a
-/// malformed C1): the challenges written in place give way to one after another, and the
-/// witness is still the generic one's. The short one first (the others overflow the room its
-/// length gives) and last (it leaves its room short).
+/// malformed C1): its packed section is shorter, and the joined witness is still the generic
+/// one's, with the short one first and last.
 #[test]
 fn a_challenge_of_another_shape_still_gets_the_generic_witness() {
     let f = fabricate(&Spec::new(Size::KiB2, Api::V1_1, 6)).unwrap();
@@ -138,9 +149,7 @@ fn a_challenge_of_another_shape_still_gets_the_generic_witness() {
         assert!(want.aux.len() < whole.aux.len(), "the path got shorter");
         let mut cs = WitnessCs::with_one();
         porep_partition_witness(&pub_in, &proofs, &mut cs).unwrap();
-        let got = cs.into_witness();
-        assert_same("inputs", &got.inputs, &want.inputs);
-        assert_same("aux", &got.aux, &want.aux);
+        assert_same_witness(&cs.into_witness(), &want);
     }
 }
 

@@ -9,6 +9,7 @@ use cuzk_cuda::packed::PinnedPacked;
 use cuzk_field::consts::FR_R;
 use cuzk_field::{FrRepr, Scalar};
 use cuzk_mem::{PinnedPool, PooledPinned};
+use cuzk_synth::PackedAux;
 use rayon::prelude::*;
 
 /// Words (of 64 values) per block of the parallel packing.
@@ -56,6 +57,71 @@ impl Packed {
             values,
             len,
         })
+    }
+
+    /// Copies `packed`, an aux assignment its synthesis packed already, into buffers taken
+    /// from `pool` (waiting for them as [`Packed::new`] does), counting the others before
+    /// each word.
+    pub fn from_packed(pool: &PinnedPool, packed: &PackedAux) -> Result<Packed> {
+        let len = packed.len();
+        let words = PinnedPacked::words_for(len);
+        let mut ones = pool.acquire_blocking::<u64>(words, None)?;
+        let mut others = pool.acquire_blocking::<u64>(words, None)?;
+        let mut offsets = pool.acquire_blocking::<u32>(words, None)?;
+        let count = packed.values().len();
+        let mut values = pool.acquire_blocking::<FrRepr>(count.max(1), None)?;
+        // The words past the assignment's (one, for an empty one) stay clear.
+        let copy = |out: &mut [u64], from: &[u64]| {
+            let (head, tail) = out.split_at_mut(from.len());
+            head.par_chunks_mut(BLOCK_WORDS)
+                .zip(from.par_chunks(BLOCK_WORDS))
+                .for_each(|(o, f)| o.copy_from_slice(f));
+            tail.fill(0);
+        };
+        copy(&mut ones.as_mut_slice()?[..words], packed.ones());
+        copy(&mut others.as_mut_slice()?[..words], packed.others());
+        let mut before = 0u32;
+        for (o, w) in offsets.as_mut_slice()?[..words]
+            .iter_mut()
+            .zip(others.as_slice()?[..words].iter())
+        {
+            *o = before;
+            before = before.wrapping_add(w.count_ones());
+        }
+        values.as_mut_slice()?[..count]
+            .par_iter_mut()
+            .zip(packed.values().par_iter())
+            .with_min_len(4096)
+            .for_each(|(d, s)| *d = (*s).into());
+        Ok(Packed {
+            ones,
+            others,
+            offsets,
+            values,
+            len,
+        })
+    }
+
+    /// The assignment's values by index (an index below its length).
+    pub fn reader(&self) -> Result<impl Fn(usize) -> FrRepr + '_> {
+        let (ones, others) = (self.ones.as_slice()?, self.others.as_slice()?);
+        let (offsets, values) = (self.offsets.as_slice()?, self.values.as_slice()?);
+        Ok(move |i: usize| {
+            let (w, bit) = (i / 64, i % 64);
+            if others[w] >> bit & 1 == 1 {
+                let below = (others[w] & ((1u64 << bit) - 1)).count_ones();
+                values[(offsets[w] + below) as usize]
+            } else if ones[w] >> bit & 1 == 1 {
+                ONE
+            } else {
+                FrRepr::default()
+            }
+        })
+    }
+
+    /// Values in the assignment.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
     /// Bytes of the buffers of a packed witness of `len` values whatever the values, in the
@@ -263,10 +329,34 @@ mod tests {
         }
     }
 
-    /// Packs `aux` from a pool of `device`, uploads, unpacks on the device and downloads.
+    /// Packs `aux` from a pool of `device` (from the values, and from the form a synthesis
+    /// packs, which must agree), uploads, unpacks on the device and downloads.
     fn device_round_trip(device: &cuzk_cuda::Device, aux: &[Scalar]) -> Vec<FrRepr> {
         let pool = PinnedPool::new(device, 1 << 30, None);
         let packed = Packed::new(&pool, aux).unwrap();
+        let copied = Packed::from_packed(&pool, &PackedAux::from_values(aux)).unwrap();
+        let buffers = |p: &Packed| {
+            let words = PinnedPacked::words_for(p.len);
+            let count: usize = p.others.as_slice().unwrap()[..words]
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum();
+            (
+                p.ones.as_slice().unwrap()[..words].to_vec(),
+                p.others.as_slice().unwrap()[..words].to_vec(),
+                p.offsets.as_slice().unwrap()[..words].to_vec(),
+                p.values.as_slice().unwrap()[..count].to_vec(),
+            )
+        };
+        assert!(buffers(&packed) == buffers(&copied), "both packings agree");
+        let read = copied.reader().unwrap();
+        for i in (0..aux.len()).step_by((aux.len() / 97).max(1)) {
+            assert_eq!(
+                read(i),
+                FrRepr::from(aux[i]),
+                "value {i} read from the packed form"
+            );
+        }
         let (copy, stream) = (device.new_stream().unwrap(), device.new_stream().unwrap());
         let on_device = cuzk_cuda::packed::DevicePacked::upload(&copy, &packed.pinned()).unwrap();
         copy.synchronize().unwrap();

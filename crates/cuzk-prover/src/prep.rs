@@ -112,13 +112,18 @@ impl Splits {
     /// Decided from about [`Split::SAMPLES`] values of each MSM's scalars: the aux for L,
     /// and the aux A and B use (drawn at evenly spaced positions, kept where the density
     /// bit is set) with the inputs for A and B.
-    fn sample(aux: &[Scalar], inputs: &[FrRepr], density: &Density) -> Splits {
-        let step = (aux.len() / Split::SAMPLES).max(1);
+    fn sample(
+        aux_len: usize,
+        aux: impl Fn(usize) -> FrRepr,
+        inputs: &[FrRepr],
+        density: &Density,
+    ) -> Splits {
+        let step = (aux_len / Split::SAMPLES).max(1);
         let picked = |bits: Option<&Bitmap>| {
-            (0..aux.len())
+            (0..aux_len)
                 .step_by(step)
                 .filter(|&i| bits.is_none_or(|b| b.get(i)))
-                .map(|i| FrRepr::from(aux[i]))
+                .map(&aux)
                 .collect::<Vec<_>>()
         };
         let (all, in_a, in_b) = (
@@ -233,6 +238,8 @@ pub(crate) fn prepare(
     density: &Density,
     witness: &Witness,
 ) -> Result<PreparedWitness> {
+    // A packed aux assignment is expanded: this path evaluates and lays out value by value.
+    let witness = &*witness.unpacked();
     check_variables(
         shape,
         "PCE variables (inputs + aux)",
@@ -322,9 +329,12 @@ pub(crate) fn prepare_for_device(
         ));
     }
     let start = Instant::now();
-    let aux = Box::new(Packed::new(pool, &witness.aux)?);
+    let aux = Box::new(match &witness.packed {
+        Some(packed) => Packed::from_packed(pool, packed)?,
+        None => Packed::new(pool, &witness.aux)?,
+    });
     let inputs: Vec<FrRepr> = witness.inputs.iter().map(|&s| s.into()).collect();
-    let splits = Splits::sample(&witness.aux, &inputs, density);
+    let splits = Splits::sample(aux.len(), aux.reader()?, &inputs, density);
     let scalars_ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(PreparedWitness {
         staged: Some(Staged::Device(WitnessOnly {
@@ -350,11 +360,11 @@ fn check_variables(
     aux: usize,
     witness: &Witness,
 ) -> Result<()> {
-    check_witness(shape, &witness.inputs, &witness.aux)?;
-    if inputs != witness.inputs.len() || aux != witness.aux.len() {
+    check_witness(shape, &witness.inputs, witness.aux_len())?;
+    if inputs != witness.inputs.len() || aux != witness.aux_len() {
         return Err(Error::shape(
             what,
-            witness.inputs.len() + witness.aux.len(),
+            witness.inputs.len() + witness.aux_len(),
             inputs + aux,
         ));
     }
@@ -437,7 +447,7 @@ mod tests {
             }
         }
         let inputs = [Scalar::ONE.into()];
-        let splits = Splits::sample(&aux, &inputs, &density);
+        let splits = Splits::sample(aux.len(), |i| aux[i].into(), &inputs, &density);
         assert_eq!(splits.l, Split::Always);
         assert_eq!(splits.a, Split::Always);
         assert_eq!(splits.b, Split::Dense);

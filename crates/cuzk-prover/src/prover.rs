@@ -294,7 +294,7 @@ impl GpuProver {
         device_pce: Option<&Arc<DevicePce>>,
         witness: &Witness,
     ) -> Result<PreparedWitness> {
-        let _span = tracing::debug_span!("gpu_prepare", aux = witness.aux.len()).entered();
+        let _span = tracing::debug_span!("gpu_prepare", aux = witness.aux_len()).entered();
         match device_pce {
             Some(dp) if params.is_resident() => {
                 if dp.ordinal() != self.device.ordinal() {

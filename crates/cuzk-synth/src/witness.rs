@@ -1,6 +1,6 @@
 //! The witness-only constraint system: assignments and nothing else.
 
-use crate::Witness;
+use crate::{PackedAux, Witness};
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use cuzk_field::Scalar;
 use ff::Field;
@@ -22,6 +22,8 @@ use rayon::prelude::*;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WitnessCs {
     w: Witness,
+    /// A spare witness's packed memory, for a generator that packs ([`WitnessCs::take_packed`]).
+    spare_packed: Option<PackedAux>,
 }
 
 impl WitnessCs {
@@ -47,12 +49,33 @@ impl WitnessCs {
     pub fn reusing(spare: Witness, num_inputs: usize, num_aux: usize) -> WitnessCs {
         let mut inputs = recycled(spare.inputs, num_inputs.max(1));
         inputs.push(Scalar::ONE);
-        WitnessCs::of(inputs, recycled(spare.aux, num_aux))
+        let mut cs = WitnessCs::of(inputs, recycled(spare.aux, num_aux));
+        cs.spare_packed = spare.packed;
+        cs
+    }
+
+    /// Like [`WitnessCs::reusing`], for a generator that packs most of the aux assignment
+    /// ([`WitnessCs::take_packed`], then [`Witness::packed`]) and appends only a few values
+    /// one by one: no room is made for `num_aux` values, and a large spare aux vector is freed.
+    pub fn reusing_for_packing(spare: Witness, num_inputs: usize) -> WitnessCs {
+        let mut inputs = recycled(spare.inputs, num_inputs.max(1));
+        inputs.push(Scalar::ONE);
+        let mut cs = WitnessCs::of(inputs, Vec::new());
+        cs.spare_packed = spare.packed;
+        cs
+    }
+
+    /// An empty packed assignment, in a spare witness's packed memory when there was one.
+    pub fn take_packed(&mut self) -> PackedAux {
+        let mut p = self.spare_packed.take().unwrap_or_default();
+        p.clear();
+        p
     }
 
     fn of(inputs: Vec<Scalar>, aux: Vec<Scalar>) -> WitnessCs {
         WitnessCs {
-            w: Witness { inputs, aux },
+            w: Witness::new(inputs, aux),
+            spare_packed: None,
         }
     }
 
@@ -214,6 +237,7 @@ mod tests {
         let roomy = Witness {
             inputs: vec![Scalar::from(5); 4],
             aux: Vec::with_capacity(1000),
+            packed: None,
         };
         let aux_at = roomy.aux.as_ptr();
         let w = WitnessCs::reusing(roomy, 3, 500).into_witness();
@@ -224,6 +248,7 @@ mod tests {
         let small = Witness {
             inputs: Vec::new(),
             aux: vec![Scalar::ONE; 600],
+            packed: None,
         };
         let w = WitnessCs::reusing(small, 1, 1000).into_witness();
         assert!(w.aux.is_empty());

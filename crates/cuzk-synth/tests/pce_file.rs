@@ -325,6 +325,7 @@ fn empty_circuit_round_trips() {
     let w = cuzk_synth::Witness {
         inputs: vec![Scalar::from(1)],
         aux: vec![],
+        packed: None,
     };
     assert_eq!(pce.evaluate(&w).unwrap().a, vec![Scalar::from(1)]);
 }

@@ -29,6 +29,7 @@ fn agree(circuit: &RandomCircuit) -> Result<(), TestCaseError> {
         let spare = cuzk_synth::Witness {
             inputs: vec![Scalar::from(9); spare_len % 7],
             aux: vec![Scalar::from(7); spare_len],
+            packed: None,
         };
         prop_assert_eq!(
             &pce.synthesize_witness_reusing(circuit.clone(), spare)

@@ -13,7 +13,7 @@ use cuzk_groth16::{generate_parameters_with, prove, PreparedParameters, ToxicWas
 use cuzk_mem::Budget;
 use cuzk_prover::{DevicePce, GpuProver, GpuProverConfig};
 use cuzk_synth::testing::RandomCircuit;
-use cuzk_synth::{synthesize_witness, Csr, Pce, SynthError, Witness};
+use cuzk_synth::{synthesize_witness, Csr, PackedAux, Pce, SynthError, Witness};
 use cuzk_tests::{proof_to_bellperson, vk_to_bellperson, Keyed};
 use ff::Field;
 use proptest::prelude::*;
@@ -246,7 +246,8 @@ fn case<C: bellpepper_core::Circuit<Scalar> + Clone>(
 }
 
 /// Proves `c` evaluating on the device and on the CPU with the same fresh r, s: equal, and
-/// accepted by bellperson.
+/// accepted by bellperson. The witness as synthesized, then packed (as a native generator
+/// makes it) on the device path and on the host path.
 fn check_proof(prover: &GpuProver, c: &Case, rng: &mut ChaCha8Rng) {
     let params = prover.load(c.params.clone()).unwrap();
     assert!(params.is_resident());
@@ -257,15 +258,27 @@ fn check_proof(prover: &GpuProver, c: &Case, rng: &mut ChaCha8Rng) {
         DevicePce::bytes_for(&c.pce),
         "planned bytes"
     );
-    for _ in 0..2 {
+    let packed = Witness {
+        inputs: c.witness.inputs.clone(),
+        aux: Vec::new(),
+        packed: Some(PackedAux::from_values(&c.witness.aux)),
+    };
+    for (witness, on_device) in [(&c.witness, true), (&packed, true), (&packed, false)] {
         let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
         let mut prepared = prover
-            .prepare_with(&params, &c.pce, &density, Some(&dpce), &c.witness)
+            .prepare_with(
+                &params,
+                &c.pce,
+                &density,
+                on_device.then_some(&dpce),
+                witness,
+            )
             .unwrap();
-        assert!(prepared.evaluates_on_device());
+        assert_eq!(prepared.evaluates_on_device(), on_device);
         let (gpu, timings) = prover.prove_prepared(&params, &mut prepared, r, s).unwrap();
-        assert!(timings.eval_on_device && timings.eval_ms > 0.0);
-        let cpu = prove(&c.params, &c.pce, &c.witness, r, s).unwrap();
+        assert_eq!(timings.eval_on_device, on_device);
+        assert!(!on_device || timings.eval_ms > 0.0);
+        let cpu = prove(&c.params, &c.pce, witness, r, s).unwrap();
         assert_eq!(
             gpu, cpu,
             "device-evaluated proof differs from the CPU reference"

@@ -53,8 +53,9 @@ impl Shape {
     }
 }
 
-/// Checks the witness's assignment sizes and constant against the parameters.
-pub fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -> Result<()> {
+/// Checks the witness's assignment sizes (`aux_len` aux values) and constant against the
+/// parameters.
+pub fn check_witness(params: &Shape, inputs: &[Scalar], aux_len: usize) -> Result<()> {
     let ic = params.ic;
     if inputs.len() != ic {
         return Err(Error::WrongInputCount {
@@ -65,11 +66,7 @@ pub fn check_witness(params: &Shape, inputs: &[Scalar], aux: &[Scalar]) -> Resul
     if inputs.first() != Some(&Scalar::ONE) {
         return Err(Error::ConstantNotOne);
     }
-    expect(
-        "number of aux variables (L query size)",
-        params.l,
-        aux.len(),
-    )
+    expect("number of aux variables (L query size)", params.l, aux_len)
 }
 
 /// Checks the densities and the row count against the parameters' queries; returns log2 of

@@ -83,7 +83,7 @@ pub fn prove_synthesized(
         density,
     } = synthesis;
     let shape = Shape::of(params);
-    check_witness(&shape, &witness.inputs, &witness.aux)?;
+    check_witness(&shape, &witness.inputs, witness.aux.len())?;
     let domain = Domain::new(check_queries(
         &shape,
         witness.inputs.len(),
@@ -141,8 +141,10 @@ fn prove_with_density(
     r: Scalar,
     s: Scalar,
 ) -> Result<Proof> {
+    // A packed aux assignment is expanded: this path reads the values one by one.
+    let witness = &*witness.unpacked();
     let shape = Shape::of(params);
-    check_witness(&shape, &witness.inputs, &witness.aux)?;
+    check_witness(&shape, &witness.inputs, witness.aux.len())?;
     if pce.num_inputs != witness.inputs.len() || pce.num_aux != witness.aux.len() {
         return Err(Error::ShapeMismatch {
             what: "PCE variables (inputs + aux)",

@@ -25,7 +25,10 @@ pub(crate) fn num_to_bits_le(value: Scalar, aux: &mut impl Sink) -> Vec<Bit> {
     let bits: Vec<Bit> = (0..NUM_BITS)
         .map(|i| Bit::Is((repr[i / 8] >> (i % 8)) & 1 == 1))
         .collect();
-    aux.extend(bits.iter().map(|b| scalar(b.value())));
+    for (k, word) in repr.chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        aux.bits(x, (NUM_BITS - 64 * k).min(64) as u32);
+    }
     bits
 }
 

@@ -23,12 +23,12 @@ pub(crate) mod por;
 mod por_tests;
 pub(crate) mod poseidon;
 
-use crate::{Bit, Fill, PorepError, Sink};
+use crate::{Bit, PorepError, Sink};
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::ConstraintSystem;
 use bits::{num_to_bits_le, reverse_bit_numbering};
-use cuzk_field::{Field, Scalar};
-use cuzk_synth::{Witness, WitnessCs};
+use cuzk_field::Scalar;
+use cuzk_synth::{PackedAux, Witness, WitnessCs};
 use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::Hasher;
 use rayon::prelude::*;
@@ -59,10 +59,11 @@ pub type PorepProof<Tree> = Proof<Tree, Sha256Hasher>;
 /// the constant ONE), or as `WitnessCs::reusing` an earlier witness's memory.
 ///
 /// Filecoin's PoRep only: comm_d's tree is SHA-256's (`DefaultPieceHasher`), the columns are
-/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. The first challenge is written
-/// into `cs`; the others then run in parallel on rayon's pool (the caller's pool when called
-/// inside one), each writing its values in place, into its own stretch of `cs`'s aux (in a
-/// witness reusing an earlier one's memory no page is mapped and nothing is copied).
+/// 2 or 11 layers and the Poseidon trees' arities 2, 4 or 8. The aux assignment comes back
+/// packed ([`Witness::packed`]; about 99% of it is bits): `cs` should be made by
+/// [`WitnessCs::reusing_for_packing`] (or `with_one`), whose aux vector this leaves empty.
+/// The challenges run in parallel on rayon's pool (the caller's pool when called inside
+/// one), each into its own packed section, joined in order at the end.
 pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
     pub_in: &PorepPublicInputs<Tree>,
     proofs: &[PorepProof<Tree>],
@@ -133,27 +134,34 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         .collect::<Result<_, PorepError>>()?;
 
     // `Proof::synthesize`, one challenge after another. A challenge's values depend only on
-    // its own proofs and the replica id's bits, and every challenge has one shape: the
-    // first is written into the witness, which gives the shape's length; the others are then
-    // written in place, in parallel, each into its own stretch of the witness.
+    // its own proofs and the replica id's bits: every challenge writes its own packed
+    // section, in parallel, and the sections are joined in order after the values above.
+    let sections: Vec<(PackedAux, Vec<Scalar>)> = challenges
+        .par_iter()
+        .zip(proofs.par_iter())
+        .map(|(c, vanilla)| {
+            let (mut aux, mut inputs) = (PackedAux::new(), Vec::new());
+            write_challenge::<Tree>(c, vanilla, &replica_id_bits, &mut aux, &mut inputs)?;
+            Ok((aux, inputs))
+        })
+        .collect::<Result<_, PorepError>>()?;
+    let mut packed = cs.take_packed();
     let w = cs.witness_mut();
-    let start = w.aux.len();
-    let first = &challenges[0];
-    write_challenge::<Tree>(
-        first,
-        &proofs[0],
-        &replica_id_bits,
-        &mut w.aux,
-        &mut w.inputs,
-    )?;
-    let len = w.aux.len() - start;
-    let rest = (&challenges[1..], &proofs[1..]);
-    if !rest.0.is_empty() && !in_place::<Tree>(rest, &replica_id_bits, len, w)? {
-        // A challenge of another shape (a malformed proof): one after another instead.
-        for (c, vanilla) in rest.0.iter().zip(rest.1) {
-            write_challenge::<Tree>(c, vanilla, &replica_id_bits, &mut w.aux, &mut w.inputs)?;
-        }
+    let (len, others) = sections
+        .iter()
+        .fold((w.aux.len(), w.aux.len()), |(l, o), s| {
+            (l + s.0.len(), o + s.0.values().len())
+        });
+    packed.reserve(len, others);
+    for &v in &w.aux {
+        packed.push(v);
     }
+    w.aux = Vec::new();
+    for (aux, inputs) in &sections {
+        packed.append(aux);
+        w.inputs.extend_from_slice(inputs);
+    }
+    w.packed = Some(packed);
     Ok(())
 }
 
@@ -165,40 +173,6 @@ struct Challenge {
     drg: Vec<Witness>,
     /// The expander parents' columns.
     exp: Vec<Witness>,
-}
-
-/// Writes `challenges` after `w`'s values, each into `len` values of its own, in parallel;
-/// appends their inputs in order. `Ok(false)` (and `w` as it was) when one had another
-/// length.
-fn in_place<Tree: 'static + MerkleTreeTrait>(
-    (challenges, proofs): (&[Challenge], &[PorepProof<Tree>]),
-    replica_id_bits: &[Bit],
-    len: usize,
-    w: &mut Witness,
-) -> Result<bool, PorepError> {
-    let filled = w.aux.len();
-    // Every core writes its share of the room first (in a reused witness the pages are mapped
-    // already: no page is faulted in on the proving path).
-    w.aux
-        .par_extend(rayon::iter::repeat_n(Scalar::ZERO, challenges.len() * len));
-    let sections: Vec<Option<Vec<Scalar>>> = w.aux[filled..]
-        .par_chunks_mut(len)
-        .zip(challenges.par_iter().zip(proofs.par_iter()))
-        .map(|(room, (c, vanilla))| {
-            let mut sink = Fill::new(room);
-            let mut inputs = Vec::new();
-            write_challenge::<Tree>(c, vanilla, replica_id_bits, &mut sink, &mut inputs)?;
-            Ok(sink.finish().ok().map(|()| inputs))
-        })
-        .collect::<Result<_, PorepError>>()?;
-    if sections.iter().any(Option::is_none) {
-        w.aux.truncate(filled);
-        return Ok(false);
-    }
-    for inputs in sections.into_iter().flatten() {
-        w.inputs.extend_from_slice(&inputs);
-    }
-    Ok(true)
 }
 
 /// Appends one challenge's values (`Proof::synthesize`) to `aux` and its inputs to `inputs`:

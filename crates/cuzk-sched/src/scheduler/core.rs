@@ -589,6 +589,7 @@ mod tests {
             witness: Witness {
                 inputs: vec![Scalar::from(bytes)],
                 aux: Vec::new(),
+                packed: None,
             },
             reservation: budget.try_reserve(bytes).unwrap(),
         }

@@ -70,9 +70,11 @@ fn satisfied(x: &Scalar, y: &Scalar, z: &Scalar) -> bool {
 }
 
 impl Pce {
-    /// a, b, c for one witness (rayon parallel), checking the witness's shape.
+    /// a, b, c for one witness (rayon parallel), checking the witness's shape. A packed aux
+    /// assignment ([`Witness::packed`]) is expanded first, here and in the two below.
     pub fn evaluate(&self, w: &Witness) -> Result<Evaluations, SynthError> {
         self.check_witness_shape(w)?;
+        let w = &*w.unpacked();
         let cols = Columns {
             inputs: &w.inputs,
             aux: &w.aux,
@@ -105,6 +107,7 @@ impl Pce {
         c: &mut [Scalar],
     ) -> Result<(), SynthError> {
         self.check_witness_shape(w)?;
+        let w = &*w.unpacked();
         self.check_eval_lengths(a.len(), b.len(), c.len())?;
         let cols = Columns {
             inputs: &w.inputs,
@@ -132,6 +135,7 @@ impl Pce {
         c: &mut [FrRepr],
     ) -> Result<(), SynthError> {
         self.check_witness_shape(w)?;
+        let w = &*w.unpacked();
         let rows = self.num_rows();
         if a.len() < rows || a.len() != b.len() || a.len() != c.len() {
             return Err(SynthError::EvaluationShape {
@@ -290,6 +294,7 @@ mod tests {
         let mut w = Witness {
             inputs: (0..inputs).map(|_| value()).collect(),
             aux: (0..aux).map(|_| value()).collect(),
+            packed: None,
         };
         w.inputs[0] = Scalar::ONE;
         let all: Vec<Scalar> = w.inputs.iter().chain(&w.aux).copied().collect();

@@ -544,14 +544,14 @@ impl Pce {
 
     /// Errors unless `w` has exactly this circuit's inputs and aux counts.
     pub fn check_witness_shape(&self, w: &Witness) -> Result<(), SynthError> {
-        if w.inputs.len() == self.num_inputs && w.aux.len() == self.num_aux {
+        if w.inputs.len() == self.num_inputs && w.aux_len() == self.num_aux {
             return Ok(());
         }
         Err(SynthError::WitnessShape {
             expected_inputs: self.num_inputs,
             expected_aux: self.num_aux,
             found_inputs: w.inputs.len(),
-            found_aux: w.aux.len(),
+            found_aux: w.aux_len(),
         })
     }
 }
