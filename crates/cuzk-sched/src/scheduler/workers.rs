@@ -62,11 +62,14 @@ pub(crate) fn synthesis_loop(
                     return Err(JobError::Cancelled { job: task.job });
                 }
                 let (s, witness) = prepare(&*backend, s, task.job, task.partition, task.device)?;
+                // What the witness's allocations held on the host (packed or value by value).
+                let held = witness.as_ref().map_or(0, witness_bytes);
                 used = witness;
                 tracing::debug!(
                     setup_ms = s.setup_time.as_secs_f64() * 1e3,
                     synthesis_ms = s.synthesis.as_secs_f64() * 1e3,
                     prepare_ms = s.prepare.as_secs_f64() * 1e3,
+                    witness_mb = held as f64 / 1e6,
                     threads = share,
                     "partition ready"
                 );
