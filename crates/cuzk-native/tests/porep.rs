@@ -71,7 +71,7 @@ fn assert_same_witness(got: &Witness, want: &Witness) {
     let packed = got.packed.as_ref().expect("a packed aux assignment");
     assert_same("aux", &packed.to_values(), &want.aux);
     assert!(
-        *packed == PackedAux::from_values(&want.aux),
+        **packed == PackedAux::from_values(&want.aux),
         "the packed form is the generic witness's"
     );
 }

@@ -142,7 +142,7 @@ impl PackedAux {
     /// Appends every value of `other`, in order.
     pub fn append(&mut self, other: &PackedAux) {
         self.reserve(other.len, other.values.len());
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.ones.extend_from_slice(&other.ones);
             self.others.extend_from_slice(&other.others);
             self.len += other.len;

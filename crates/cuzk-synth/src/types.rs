@@ -15,7 +15,7 @@ pub struct Witness {
     /// Private (auxiliary) variables, unless `packed` holds them.
     pub aux: Vec<Scalar>,
     /// The private variables packed (zeros and ones as bits), when the synthesis made them so.
-    pub packed: Option<PackedAux>,
+    pub packed: Option<Box<PackedAux>>,
 }
 
 impl Witness {
@@ -30,7 +30,7 @@ impl Witness {
 
     /// Number of aux values, packed or not.
     pub fn aux_len(&self) -> usize {
-        self.aux.len() + self.packed.as_ref().map_or(0, PackedAux::len)
+        self.aux.len() + self.packed.as_ref().map_or(0, |p| p.len())
     }
 
     /// The witness with its aux values one by one: itself, or a copy expanded from the packed

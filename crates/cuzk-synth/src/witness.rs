@@ -23,7 +23,7 @@ use rayon::prelude::*;
 pub struct WitnessCs {
     w: Witness,
     /// A spare witness's packed memory, for a generator that packs ([`WitnessCs::take_packed`]).
-    spare_packed: Option<PackedAux>,
+    spare_packed: Option<Box<PackedAux>>,
 }
 
 impl WitnessCs {
@@ -67,7 +67,7 @@ impl WitnessCs {
 
     /// An empty packed assignment, in a spare witness's packed memory when there was one.
     pub fn take_packed(&mut self) -> PackedAux {
-        let mut p = self.spare_packed.take().unwrap_or_default();
+        let mut p = self.spare_packed.take().map(|b| *b).unwrap_or_default();
         p.clear();
         p
     }

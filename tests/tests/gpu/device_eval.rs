@@ -261,7 +261,7 @@ fn check_proof(prover: &GpuProver, c: &Case, rng: &mut ChaCha8Rng) {
     let packed = Witness {
         inputs: c.witness.inputs.clone(),
         aux: Vec::new(),
-        packed: Some(PackedAux::from_values(&c.witness.aux)),
+        packed: Some(Box::new(PackedAux::from_values(&c.witness.aux))),
     };
     for (witness, on_device) in [(&c.witness, true), (&packed, true), (&packed, false)] {
         let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));

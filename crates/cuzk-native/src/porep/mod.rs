@@ -161,7 +161,7 @@ pub fn porep_partition_witness<Tree: 'static + MerkleTreeTrait>(
         packed.append(aux);
         w.inputs.extend_from_slice(inputs);
     }
-    w.packed = Some(packed);
+    w.packed = Some(Box::new(packed));
     Ok(())
 }
 

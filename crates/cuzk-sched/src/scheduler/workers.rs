@@ -106,10 +106,7 @@ pub(crate) fn synthesis_loop(
 /// Bytes a witness's allocations hold.
 fn witness_bytes(w: &Witness) -> u64 {
     let elements = w.inputs.capacity() + w.aux.capacity();
-    let packed = w
-        .packed
-        .as_ref()
-        .map_or(0, cuzk_synth::PackedAux::capacity_bytes);
+    let packed = w.packed.as_ref().map_or(0, |p| p.capacity_bytes());
     (elements as u64)
         .saturating_mul(std::mem::size_of::<Scalar>() as u64)
         .saturating_add(packed)
