@@ -106,17 +106,7 @@ impl Packed {
     pub fn reader(&self) -> Result<impl Fn(usize) -> FrRepr + '_> {
         let (ones, others) = (self.ones.as_slice()?, self.others.as_slice()?);
         let (offsets, values) = (self.offsets.as_slice()?, self.values.as_slice()?);
-        Ok(move |i: usize| {
-            let (w, bit) = (i / 64, i % 64);
-            if others[w] >> bit & 1 == 1 {
-                let below = (others[w] & ((1u64 << bit) - 1)).count_ones();
-                values[(offsets[w] + below) as usize]
-            } else if ones[w] >> bit & 1 == 1 {
-                ONE
-            } else {
-                FrRepr::default()
-            }
-        })
+        Ok(move |i: usize| value_at(ones, others, offsets, values, i))
     }
 
     /// Values in the assignment.
@@ -146,6 +136,19 @@ impl Packed {
     /// Bytes that cross to the device.
     pub fn bytes(&self) -> u64 {
         self.pinned().bytes()
+    }
+}
+
+/// Value `i` of a packed assignment (the host model of `cuzk_eval_unpack` for one value).
+fn value_at(ones: &[u64], others: &[u64], offsets: &[u32], values: &[FrRepr], i: usize) -> FrRepr {
+    let (w, bit) = (i / 64, i % 64);
+    if others[w] >> bit & 1 == 1 {
+        let below = (others[w] & ((1u64 << bit) - 1)).count_ones();
+        values[(offsets[w] + below) as usize]
+    } else if ones[w] >> bit & 1 == 1 {
+        ONE
+    } else {
+        FrRepr::default()
     }
 }
 
@@ -260,17 +263,7 @@ mod tests {
         len: usize,
     ) -> Vec<FrRepr> {
         (0..len)
-            .map(|i| {
-                let (w, bit) = (i / 64, i % 64);
-                if others[w] >> bit & 1 == 1 {
-                    let below = (others[w] & ((1u64 << bit) - 1)).count_ones();
-                    values[(offsets[w] + below) as usize]
-                } else if ones[w] >> bit & 1 == 1 {
-                    ONE
-                } else {
-                    FrRepr::default()
-                }
-            })
+            .map(|i| value_at(ones, others, offsets, values, i))
             .collect()
     }
 

@@ -1,6 +1,6 @@
 //! An aux assignment packed as a generator writes it: the zeros and ones as bits, every other
-//! value whole. A Filecoin witness is about 99% bits (SHA-256 gadgets), so a 4.2 GB
-//! assignment packs into about 0.1 GB; the GPU expands it on the device.
+//! value whole. A PoRep witness is about 99% bits (SHA-256 gadgets), so a 32 GiB partition's
+//! 4.2 GB assignment packs into 87 MB; the GPU expands it on the device.
 
 use cuzk_field::Scalar;
 use ff::Field;
