@@ -6,7 +6,7 @@
 //! whole). The host models are crates/cuzk-synth/src/pce/eval.rs (`product_row`,
 //! `satisfied`) and crates/cuzk-prover/src/pack.rs (`Packed::new`): keep them in step.
 //! Launched by crates/cuzk-cuda/src/sparse.rs and packed.rs. Exported names: cuzk_eval_*.
-#include "ntt/fr_arith.cuh"
+#include "field/fr_arith.cuh"
 #include "util/common.cuh"
 
 namespace cuzk {
@@ -75,12 +75,12 @@ __device__ __forceinline__ fr_t product_row(const Csr& m, const Columns& w, uint
         const fr_t x = w.get(__ldg(m.cols + k));
         const uint32_t ci = __ldg(m.coeffs + k);
         if (ci == ONE_INDEX) {
-            acc = ntt::add_mod(acc, x);
+            acc = fr::add_mod(acc, x);
         } else if (ci == MINUS_ONE_INDEX) {
-            acc = ntt::sub_mod(acc, x);
+            acc = fr::sub_mod(acc, x);
         } else if (!is_zero_value(x)) {
             const fr_t coeff = load(m.table + ci);
-            acc = ntt::add_mod(acc, same(x, one) ? coeff : ntt::mont_mul(x, coeff));
+            acc = fr::add_mod(acc, same(x, one) ? coeff : fr::mont_mul(x, coeff));
         }
     }
     return acc;
@@ -92,7 +92,7 @@ __device__ __forceinline__ bool satisfied(const fr_t& x, const fr_t& y, const fr
     if (is_zero_value(x) || is_zero_value(y)) return is_zero_value(z);
     if (same(x, one)) return same(y, z);
     if (same(y, one)) return same(x, z);
-    return same(ntt::mont_mul(x, y), z);
+    return same(fr::mont_mul(x, y), z);
 }
 
 }  // namespace eval

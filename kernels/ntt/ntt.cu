@@ -3,10 +3,19 @@
 //!
 //! The plan module documents the decomposition and holds a CPU model of these kernels, line for
 //! line; keep the two in step. Exported names: cuzk_ntt_*.
-#include "ntt/fr_arith.cuh"
+#include "field/fr_arith.cuh"
 
 namespace cuzk {
 namespace ntt {
+
+using fr::add_2r;
+using fr::add_mod;
+using fr::mont_mul;
+using fr::mont_mul_folded;
+using fr::mul_lazy;
+using fr::reduce;
+using fr::sub_2r;
+using fr::sub_mod;
 
 // Mirrors `PassInfo` in crates/cuzk-ntt/src/gpu/launch.rs.
 struct PassInfo {
@@ -81,17 +90,22 @@ __device__ __forceinline__ uint32_t smem_index(const PassInfo& p, uint32_t g, ui
     return x ^ sw;
 }
 
+// Inside a pass every value is kept below 2r (fr::mul_lazy, add_2r, sub_2r) and reduced below r
+// when the pass stores it, so passes read and write reduced values.
 __device__ __forceinline__ void butterfly_dif(fr_t& a, fr_t& b) {
-    const fr_t s = add_mod(a, b);
-    b = sub_mod(a, b);
+    const fr_t s = add_2r(a, b);
+    b = sub_2r(a, b);
     a = s;
 }
 
 __device__ __forceinline__ void butterfly_dit(fr_t& a, fr_t& b) {
-    const fr_t d = sub_mod(a, b);
-    a = add_mod(a, b);
+    const fr_t d = sub_2r(a, b);
+    a = add_2r(a, b);
     b = d;
 }
+
+// v·t for a reduced table value t and v < 2r, below 2r.
+__device__ __forceinline__ fr_t twist(const fr_t& v, const fr_t& t) { return mul_lazy(t, v); }
 
 // The twiddles of a radix-8/4 group: primitive 8th and 4th roots from the pass's root table.
 struct GroupRoots {
@@ -105,17 +119,17 @@ struct GroupRoots {
 __device__ __forceinline__ void dif8(fr_t v[8], const GroupRoots& w) {
     butterfly_dif(v[0], v[4]);
     butterfly_dif(v[1], v[5]);
-    v[5] = mont_mul(v[5], w.w8(1));
+    v[5] = twist(v[5], w.w8(1));
     butterfly_dif(v[2], v[6]);
-    v[6] = mont_mul(v[6], w.w4());
+    v[6] = twist(v[6], w.w4());
     butterfly_dif(v[3], v[7]);
-    v[7] = mont_mul(v[7], w.w8(3));
+    v[7] = twist(v[7], w.w8(3));
     butterfly_dif(v[0], v[2]);
     butterfly_dif(v[1], v[3]);
-    v[3] = mont_mul(v[3], w.w4());
+    v[3] = twist(v[3], w.w4());
     butterfly_dif(v[4], v[6]);
     butterfly_dif(v[5], v[7]);
-    v[7] = mont_mul(v[7], w.w4());
+    v[7] = twist(v[7], w.w4());
     butterfly_dif(v[0], v[1]);
     butterfly_dif(v[2], v[3]);
     butterfly_dif(v[4], v[5]);
@@ -125,7 +139,7 @@ __device__ __forceinline__ void dif8(fr_t v[8], const GroupRoots& w) {
 __device__ __forceinline__ void dif4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, const GroupRoots& w) {
     butterfly_dif(x0, x2);
     butterfly_dif(x1, x3);
-    x3 = mont_mul(x3, w.w4());
+    x3 = twist(x3, w.w4());
     butterfly_dif(x0, x1);
     butterfly_dif(x2, x3);
 }
@@ -137,17 +151,17 @@ __device__ __forceinline__ void dit8(fr_t v[8], const GroupRoots& w) {
     butterfly_dit(v[4], v[5]);
     butterfly_dit(v[6], v[7]);
     butterfly_dit(v[0], v[2]);
-    v[3] = mont_mul(v[3], w.w4());
+    v[3] = twist(v[3], w.w4());
     butterfly_dit(v[1], v[3]);
     butterfly_dit(v[4], v[6]);
-    v[7] = mont_mul(v[7], w.w4());
+    v[7] = twist(v[7], w.w4());
     butterfly_dit(v[5], v[7]);
     butterfly_dit(v[0], v[4]);
-    v[5] = mont_mul(v[5], w.w8(1));
+    v[5] = twist(v[5], w.w8(1));
     butterfly_dit(v[1], v[5]);
-    v[6] = mont_mul(v[6], w.w4());
+    v[6] = twist(v[6], w.w4());
     butterfly_dit(v[2], v[6]);
-    v[7] = mont_mul(v[7], w.w8(3));
+    v[7] = twist(v[7], w.w8(3));
     butterfly_dit(v[3], v[7]);
 }
 
@@ -155,7 +169,7 @@ __device__ __forceinline__ void dit4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, con
     butterfly_dit(x0, x1);
     butterfly_dit(x2, x3);
     butterfly_dit(x0, x2);
-    x3 = mont_mul(x3, w.w4());
+    x3 = twist(x3, w.w4());
     butterfly_dit(x1, x3);
 }
 
@@ -193,7 +207,7 @@ __device__ __forceinline__ void round_factors(fr_t v[8], uint32_t r, uint32_t b,
     for (uint32_t j = 1; j < 8; ++j) {
         const fr_t tw = next;
         if (j < 7) next = load_table(roots + ((theta_lo * rev_bits((j + 1) & mask, r)) << shift));
-        if ((j & mask) != 0) v[j] = mont_mul(v[j], tw);
+        if ((j & mask) != 0) v[j] = twist(v[j], tw);
     }
 }
 
@@ -291,23 +305,23 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
                 for (uint32_t j = 0; j < 8; ++j) {
                     const fr_t f = next;
                     if (j < 7) next = pass_factor(i_low * rev_bits((theta << 3) | (j + 1), bits), factor_lo, factor_hi, p);
-                    v[j] = mont_mul(v[j], f);
+                    v[j] = twist(v[j], f);
                 }
             }
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j) {
                 const uint32_t pos = (theta << 3) | j;
-                if (scaled) v[j] = mont_mul(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
-                store_global(base + ((size_t)pos << p.s_lo), v[j]);
+                if (scaled) v[j] = twist(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
+                store_global(base + ((size_t)pos << p.s_lo), reduce(v[j]));
             }
         } else {
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j) {
                 const uint32_t pos = (theta << 3) | j;
                 v[j] = load_global(base + ((size_t)pos << p.s_lo));
-                if (scaled) v[j] = mont_mul(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
+                if (scaled) v[j] = twist(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
                 if (p.flags & FLAG_FACTOR)
-                    v[j] = mont_mul(v[j], pass_factor(i_low * rev_bits(pos, bits), factor_lo, factor_hi, p));
+                    v[j] = twist(v[j], pass_factor(i_low * rev_bits(pos, bits), factor_lo, factor_hi, p));
             }
             uint32_t b = 0;
 #pragma unroll 1
@@ -323,7 +337,7 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
             }
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j)
-                store_global(base + ((size_t)round_position(theta, j, bits - 3) << p.s_lo), v[j]);
+                store_global(base + ((size_t)round_position(theta, j, bits - 3) << p.s_lo), reduce(v[j]));
         }
     }
 }
@@ -445,8 +459,11 @@ extern "C" __global__ void cuzk_ntt_h_pointwise(fr_t* a, const fr_t* b, const fr
 }
 
 // Checks and measures the NTT's arithmetic: out[i] = a[i]·b[i] (or a[i]+b[i], a[i]-b[i]) by the
-// specialised code (which = 0..2) or by the generic field code (which = 3..5), or (which = 6)
-// a·b by the earlier per-round-fold multiply, mont_mul_folded; repeated `iters` times as x ← x∘b[i] so that a timed run is dominated by the arithmetic.
+// specialised code (which = 0..2), by the generic field code (which = 3..5), by the lazily
+// reduced code of the passes (which = 7..9: a[i] and, for the sum and difference, b[i] below 2r,
+// the result reduced at the end), or (which = 6) a·b by the earlier per-round-fold multiply,
+// mont_mul_folded; repeated `iters` times as x ← x∘b[i] so that a timed run is dominated by the
+// arithmetic.
 extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* b, uint64_t n,
                                           uint32_t which, uint32_t iters) {
     using namespace cuzk::ntt;
@@ -461,10 +478,13 @@ extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* 
                 case 2: x = sub_mod(x, y); break;
                 case 3: x = cuzk::mul(x, y); break;
                 case 4: x = cuzk::add(x, y); break;
+                case 5: x = cuzk::sub(x, y); break;
                 case 6: x = mont_mul_folded(x, y); break;
-                default: x = cuzk::sub(x, y); break;
+                case 7: x = mul_lazy(y, x); break;
+                case 8: x = add_2r(x, y); break;
+                default: x = sub_2r(x, y); break;
             }
         }
-        store_global(out + i, x);
+        store_global(out + i, which >= 7 ? reduce(x) : x);
     }
 }

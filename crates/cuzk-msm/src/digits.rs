@@ -1,5 +1,5 @@
 //! Signed-digit (Booth) window decomposition of scalars, exactly as the kernels compute it
-//! (kernels/msm/sort.cu, `for_each_digit`), so that it can be checked on any machine.
+//! (kernels/msm/digits.cuh, `for_each_digit`), so that it can be checked on any machine.
 //!
 //! With windows of c bits, a scalar s < 2^255 is written s = Σ d_w·2^(c·w) with every digit in
 //! (−2^(c−1), 2^(c−1)]: a window's raw bits plus the carry from below, minus 2^c (carrying one

@@ -19,7 +19,7 @@ enum Entries<'a, C: MsmCurve> {
     Points(&'a [C::Projective]),
 }
 
-/// One level of the segmented reduction, thread by thread as `level` in kernels/msm/msm.cu.
+/// One level of the segmented reduction, thread by thread as `level` in kernels/msm/level.cuh.
 fn level<C: MsmCurve>(
     keys: Option<&[u32]>,
     key_div: u32,

@@ -30,7 +30,7 @@ const MAX_PAIRS: u64 = 1 << 31;
 /// Bytes of a scalar on the device.
 const SCALAR_BYTES: usize = 32;
 
-/// Elements per tile of the device scan (kernels/msm/sort.cu, SCAN_TILE).
+/// Elements per tile of the device scan (kernels/msm/digits.cuh, SCAN_TILE).
 pub const SCAN_TILE: usize = 4096;
 
 /// Entries per thread in the reduction levels over partial sums.

@@ -26,8 +26,10 @@
 //! are persistent: as many as fit on the device (from the occupancy API) loop over the line
 //! groups. Forward transforms are bit reversal + decimation in time; inverse ones decimation in
 //! frequency + bit reversal; scalings (1/n, coset powers, 1/Z) ride on the first or last pass.
-//! The Fr product (kernels/ntt/fr_arith.cuh) uses r ≡ 1 mod 2^32 to save a sixth of the 32-bit
-//! products and splits its work between the integer multiply pipe and the ALU.
+//! The Fr product (kernels/field/fr_arith.cuh) uses r ≡ 1 mod 2^32 to save a sixth of the 32-bit
+//! products and splits its work between the integer multiply pipe and the ALU; inside a pass the
+//! values stay below 2r (no conditional subtraction after a product) and each pass stores them
+//! reduced.
 #![deny(unsafe_code)] // Opted out, with reasons, only by the module that launches kernels.
 
 pub mod cpu;

@@ -5,7 +5,7 @@
 #![cfg(feature = "cuda")]
 
 use cuzk_cuda::{Device, DeviceBuffer, Stream};
-use cuzk_field::consts::root_of_unity;
+use cuzk_field::consts::{root_of_unity, FR_MODULUS};
 use cuzk_field::{Field, FrRepr, Scalar};
 use cuzk_ntt::cpu::{evaluate, Domain};
 use cuzk_ntt::gpu::{ArithCode, ArithOp, NttEngine};
@@ -53,6 +53,28 @@ fn to_reprs(v: &[Scalar]) -> Vec<FrRepr> {
     v.par_iter().map(|s| FrRepr::from(*s)).collect()
 }
 
+/// Every other element plus r: the same residue in the form below 2r that the NTT's passes hold
+/// between operations (r < 2^255, so the sum fits).
+fn lift_alternate(v: &[FrRepr]) -> Vec<FrRepr> {
+    v.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            if i % 2 == 0 {
+                return *x;
+            }
+            let mut limbs = x.limbs;
+            let mut carry = 0u128;
+            for (l, m) in limbs.iter_mut().zip(FR_MODULUS) {
+                let s = *l as u128 + m as u128 + carry;
+                *l = s as u64;
+                carry = s >> 64;
+            }
+            assert_eq!(carry, 0, "x + r fits in 256 bits");
+            FrRepr { limbs }
+        })
+        .collect()
+}
+
 fn download(stream: &Stream, b: &DeviceBuffer<FrRepr>) -> Vec<Scalar> {
     to_scalars(&stream.download(b).unwrap())
 }
@@ -91,16 +113,24 @@ fn gpu_arith_matches_blstrs() {
     }
     let da = stream.upload(&to_reprs(&a)).unwrap();
     let db = stream.upload(&to_reprs(&b)).unwrap();
+    // The lazily reduced code takes operands below 2r (the product's second one below r).
+    let da_lifted = stream.upload(&lift_alternate(&to_reprs(&a))).unwrap();
+    let db_lifted = stream.upload(&lift_alternate(&to_reprs(&b))).unwrap();
     let mut out = stream.alloc::<FrRepr>(a.len()).unwrap();
-    for code in [ArithCode::Ntt, ArithCode::Generic] {
+    for code in [ArithCode::Ntt, ArithCode::Generic, ArithCode::Lazy] {
         for (op, iters) in [
             (ArithOp::Mul, 1),
             (ArithOp::Mul, 3),
             (ArithOp::Add, 2),
             (ArithOp::Sub, 2),
         ] {
+            let (x, y) = match (code, op) {
+                (ArithCode::Lazy, ArithOp::Mul) => (&da_lifted, &db),
+                (ArithCode::Lazy, _) => (&da_lifted, &db_lifted),
+                _ => (&da, &db),
+            };
             engine
-                .arith(stream, (op, code), &da, &db, &mut out, iters)
+                .arith(stream, (op, code), x, y, &mut out, iters)
                 .unwrap();
             let got = download(stream, &out);
             let want: Vec<Scalar> = a

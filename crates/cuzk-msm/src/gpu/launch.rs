@@ -14,7 +14,7 @@ use cuzk_field::FrRepr;
 const CURVE_BLOCK: u32 = 128;
 /// Threads per block of the scalar kernels.
 const SCALAR_BLOCK: u32 = 256;
-/// Threads per block of the scan's tile pass (SCAN_BLOCK in kernels/msm/sort.cu).
+/// Threads per block of the scan's tile pass (SCAN_BLOCK in kernels/msm/digits.cuh).
 const SCAN_BLOCK: u32 = 256;
 /// Threads of the one block that scans the tile sums.
 const SCAN_SUMS_BLOCK: u32 = 1024;
@@ -22,7 +22,7 @@ const SCAN_SUMS_BLOCK: u32 = 1024;
 /// Points each thread of the device point generator makes (at most 16, the kernel's limit).
 pub const GEN_POINTS_PER_THREAD: u32 = 16;
 
-/// Mirrors `DigitParams` in kernels/msm/sort.cu.
+/// Mirrors `DigitParams` in kernels/msm/digits.cuh.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct DigitParams {
@@ -37,7 +37,7 @@ pub(super) struct DigitParams {
 /// `DigitParams::flags`: entry j is point `tail_idx[j]` rather than `base_offset + j`.
 pub(super) const DIGITS_INDEXED: u32 = 1;
 
-/// Mirrors `LevelParams` in kernels/msm/msm.cu.
+/// Mirrors `LevelParams` in kernels/msm/level.cuh.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 struct LevelParams {

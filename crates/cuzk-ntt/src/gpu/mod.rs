@@ -93,10 +93,14 @@ pub enum ArithOp {
 /// Whose arithmetic [`NttEngine::arith`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArithCode {
-    /// The NTT's own, specialised to r (kernels/ntt/fr_arith.cuh).
+    /// The NTT's own, specialised to r (kernels/field/fr_arith.cuh).
     Ntt,
     /// The generic field code every other kernel uses (kernels/field).
     Generic,
+    /// The NTT passes' lazily reduced form (kernels/field/fr_arith.cuh: `mul_lazy`, `add_2r`,
+    /// `sub_2r`): `a` below 2r, `b` below r for the product and below 2r otherwise, every
+    /// intermediate below 2r, the result reduced.
+    Lazy,
 }
 
 /// NTTs on one device. Cheap to share (`&self` methods, internally locked caches); transforms
@@ -393,6 +397,9 @@ impl NttEngine {
             (ArithOp::Mul, ArithCode::Generic) => 3,
             (ArithOp::Add, ArithCode::Generic) => 4,
             (ArithOp::Sub, ArithCode::Generic) => 5,
+            (ArithOp::Mul, ArithCode::Lazy) => 7,
+            (ArithOp::Add, ArithCode::Lazy) => 8,
+            (ArithOp::Sub, ArithCode::Lazy) => 9,
         };
         launch::arith(
             stream,

@@ -1,6 +1,9 @@
 //! A line-for-line CPU model of the pass kernels in `kernels/ntt/ntt.cu`: the same threads,
 //! registers, rounds, shared-memory indices and tables, run one thread at a time. Tested
 //! against the CPU reference, it proves the kernels' index arithmetic before any GPU runs it.
+//! It computes with reduced field elements, where the kernels keep each value below 2r inside a
+//! pass and reduce it when the pass stores it (kernels/field/fr_arith.cuh: `mul_lazy`, `add_2r`,
+//! `sub_2r`): the same residues, so the two agree at every pass boundary.
 
 use super::*;
 use crate::cpu::{bit_reverse_permute, Domain};
@@ -340,7 +343,7 @@ fn model_h_step_matches_reference() {
     }
 }
 
-/// A model of the kernels' Montgomery multiplication (`fr_mul` in `kernels/ntt/fr.cuh`), carry
+/// A model of the kernels' Montgomery multiplication (`mont_mul_folded` in `kernels/field/fr_arith.cuh`), carry
 /// flag and all, checked against blstrs: it relies on r ≡ 1 (mod 2^32) and on r's second limb
 /// being 2^32 − 1, which replace three of every round's multiplications by additions.
 mod montgomery {

@@ -1,5 +1,6 @@
-//! Fr arithmetic specialised for the NTT's inner loops: Montgomery multiplication, addition and
-//! subtraction on `fr_t` (eight little-endian 32-bit limbs, Montgomery form, R = 2^256).
+//! Fr arithmetic specialised to r for the NTT's inner loops and the PCE evaluation: Montgomery
+//! multiplication, addition and subtraction on `fr_t` (eight little-endian 32-bit limbs,
+//! Montgomery form, R = 2^256), in namespace `cuzk::fr`.
 //!
 //! The generic field code (`mul(fr_t, fr_t)` from field/bls12_381.cuh) works for any modulus.
 //! The NTT spends nearly all its time in Fr multiplications, so this file exploits the shape of
@@ -13,10 +14,10 @@
 #pragma once
 
 #include "field/bls12_381.cuh"
-#include "ntt/fr_mont.cuh"
+#include "field/fr_mont.cuh"
 
 namespace cuzk {
-namespace ntt {
+namespace fr {
 
 // r in 32-bit limbs, little-endian. The first two are what the reduction shortcut relies on.
 #define CUZK_FR_P0 0x00000001
@@ -28,20 +29,30 @@ namespace ntt {
 #define CUZK_FR_P6 0x299d7d48
 #define CUZK_FR_P7 0x73eda753
 
-#define CUZK_NTT_STR2(x) #x
-#define CUZK_NTT_STR(x) CUZK_NTT_STR2(x)
+// 2r in 32-bit limbs, little-endian: the bound of the NTT's lazily reduced values (2r < 2^256).
+#define CUZK_FR_Q0 0x00000002
+#define CUZK_FR_Q1 0xfffffffe
+#define CUZK_FR_Q2 0xfffcb7fd
+#define CUZK_FR_Q3 0xa77b4805
+#define CUZK_FR_Q4 0x1343b00a
+#define CUZK_FR_Q5 0x6673b010
+#define CUZK_FR_Q6 0x533afa90
+#define CUZK_FR_Q7 0xe7db4ea6
+
+#define CUZK_FR_STR2(x) #x
+#define CUZK_FR_STR(x) CUZK_FR_STR2(x)
 
 // Keep `r - 2^32·t` below r: returns t if t < r, else t - r (t < 2r).
 __device__ __forceinline__ fr_t reduce_once(const uint32_t t[8]) {
     uint32_t d[8], keep;
-    asm("sub.cc.u32  %0, %9, " CUZK_NTT_STR(CUZK_FR_P0) ";\n\t"
-        "subc.cc.u32 %1, %10, " CUZK_NTT_STR(CUZK_FR_P1) ";\n\t"
-        "subc.cc.u32 %2, %11, " CUZK_NTT_STR(CUZK_FR_P2) ";\n\t"
-        "subc.cc.u32 %3, %12, " CUZK_NTT_STR(CUZK_FR_P3) ";\n\t"
-        "subc.cc.u32 %4, %13, " CUZK_NTT_STR(CUZK_FR_P4) ";\n\t"
-        "subc.cc.u32 %5, %14, " CUZK_NTT_STR(CUZK_FR_P5) ";\n\t"
-        "subc.cc.u32 %6, %15, " CUZK_NTT_STR(CUZK_FR_P6) ";\n\t"
-        "subc.cc.u32 %7, %16, " CUZK_NTT_STR(CUZK_FR_P7) ";\n\t"
+    asm("sub.cc.u32  %0, %9, " CUZK_FR_STR(CUZK_FR_P0) ";\n\t"
+        "subc.cc.u32 %1, %10, " CUZK_FR_STR(CUZK_FR_P1) ";\n\t"
+        "subc.cc.u32 %2, %11, " CUZK_FR_STR(CUZK_FR_P2) ";\n\t"
+        "subc.cc.u32 %3, %12, " CUZK_FR_STR(CUZK_FR_P3) ";\n\t"
+        "subc.cc.u32 %4, %13, " CUZK_FR_STR(CUZK_FR_P4) ";\n\t"
+        "subc.cc.u32 %5, %14, " CUZK_FR_STR(CUZK_FR_P5) ";\n\t"
+        "subc.cc.u32 %6, %15, " CUZK_FR_STR(CUZK_FR_P6) ";\n\t"
+        "subc.cc.u32 %7, %16, " CUZK_FR_STR(CUZK_FR_P7) ";\n\t"
         "subc.u32    %8, 0, 0;"
         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]),
           "=r"(d[7]), "=r"(keep)
@@ -118,23 +129,23 @@ __device__ __forceinline__ fr_t mont_mul_folded(const fr_t& a, const fr_t& b) {
         asm("{\n\t.reg .u32 z;\n\t"                                                            \
             "add.cc.u32     z, %8, %9;\n\t"                                                    \
             "addc.cc.u32    %0, %0, 0;\n\t"                                                    \
-            "madc.lo.cc.u32 %1, %9, " CUZK_NTT_STR(CUZK_FR_P2) ", %1;\n\t"                         \
-            "madc.hi.cc.u32 %2, %9, " CUZK_NTT_STR(CUZK_FR_P2) ", %2;\n\t"                         \
-            "madc.lo.cc.u32 %3, %9, " CUZK_NTT_STR(CUZK_FR_P4) ", %3;\n\t"                         \
-            "madc.hi.cc.u32 %4, %9, " CUZK_NTT_STR(CUZK_FR_P4) ", %4;\n\t"                         \
-            "madc.lo.cc.u32 %5, %9, " CUZK_NTT_STR(CUZK_FR_P6) ", %5;\n\t"                         \
-            "madc.hi.cc.u32 %6, %9, " CUZK_NTT_STR(CUZK_FR_P6) ", %6;\n\t"                         \
+            "madc.lo.cc.u32 %1, %9, " CUZK_FR_STR(CUZK_FR_P2) ", %1;\n\t"                         \
+            "madc.hi.cc.u32 %2, %9, " CUZK_FR_STR(CUZK_FR_P2) ", %2;\n\t"                         \
+            "madc.lo.cc.u32 %3, %9, " CUZK_FR_STR(CUZK_FR_P4) ", %3;\n\t"                         \
+            "madc.hi.cc.u32 %4, %9, " CUZK_FR_STR(CUZK_FR_P4) ", %4;\n\t"                         \
+            "madc.lo.cc.u32 %5, %9, " CUZK_FR_STR(CUZK_FR_P6) ", %5;\n\t"                         \
+            "madc.hi.cc.u32 %6, %9, " CUZK_FR_STR(CUZK_FR_P6) ", %6;\n\t"                         \
             "addc.u32       %7, %7, 0;\n\t}"                                                   \
             : "+r"(e1), "+r"(e2), "+r"(e3), "+r"(e4), "+r"(e5), "+r"(e6), "+r"(e7), "+r"(e8)   \
             : "r"(u), "r"(m));                                                                 \
         asm("add.cc.u32     %0, %0, %8;\n\t"                                                   \
             "addc.cc.u32    %1, %1, %9;\n\t"                                                   \
-            "madc.lo.cc.u32 %2, %10, " CUZK_NTT_STR(CUZK_FR_P3) ", %2;\n\t"                        \
-            "madc.hi.cc.u32 %3, %10, " CUZK_NTT_STR(CUZK_FR_P3) ", %3;\n\t"                        \
-            "madc.lo.cc.u32 %4, %10, " CUZK_NTT_STR(CUZK_FR_P5) ", %4;\n\t"                        \
-            "madc.hi.cc.u32 %5, %10, " CUZK_NTT_STR(CUZK_FR_P5) ", %5;\n\t"                        \
-            "madc.lo.cc.u32 %6, %10, " CUZK_NTT_STR(CUZK_FR_P7) ", %6;\n\t"                        \
-            "madc.hi.u32    %7, %10, " CUZK_NTT_STR(CUZK_FR_P7) ", %7;"                            \
+            "madc.lo.cc.u32 %2, %10, " CUZK_FR_STR(CUZK_FR_P3) ", %2;\n\t"                        \
+            "madc.hi.cc.u32 %3, %10, " CUZK_FR_STR(CUZK_FR_P3) ", %3;\n\t"                        \
+            "madc.lo.cc.u32 %4, %10, " CUZK_FR_STR(CUZK_FR_P5) ", %4;\n\t"                        \
+            "madc.hi.cc.u32 %5, %10, " CUZK_FR_STR(CUZK_FR_P5) ", %5;\n\t"                        \
+            "madc.lo.cc.u32 %6, %10, " CUZK_FR_STR(CUZK_FR_P7) ", %6;\n\t"                        \
+            "madc.hi.u32    %7, %10, " CUZK_FR_STR(CUZK_FR_P7) ", %7;"                            \
             : "+r"(o0), "+r"(o1), "+r"(o2), "+r"(o3), "+r"(o4), "+r"(o5), "+r"(o6), "+r"(o7)   \
             : "r"(u), "r"(hc), "r"(m));                                                        \
         /* Divide by 2^32 and fold O in. The sum is below 2r < 2^256, so nothing carries out   \
@@ -177,10 +188,8 @@ __device__ __forceinline__ fr_t mont_mul(const fr_t& a, const fr_t& b) {
     return reduce_once(t);
 }
 
-// a + b mod r.
-__device__ __forceinline__ fr_t add_mod(const fr_t& a, const fr_t& b) {
-    uint32_t s[8];
-    // a + b < 2r < 2^256: no carry out of the top limb.
+// x + y over eight limbs; the carry out of limb 7 is dropped (the callers' sums are below 2^256).
+__device__ __forceinline__ void add_limbs(uint32_t s[8], const uint32_t x[8], const uint32_t y[8]) {
     asm("add.cc.u32  %0, %8, %16;\n\t"
         "addc.cc.u32 %1, %9, %17;\n\t"
         "addc.cc.u32 %2, %10, %18;\n\t"
@@ -191,15 +200,19 @@ __device__ __forceinline__ fr_t add_mod(const fr_t& a, const fr_t& b) {
         "addc.u32    %7, %15, %23;"
         : "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]),
           "=r"(s[7])
-        : "r"(a.val[0]), "r"(a.val[1]), "r"(a.val[2]), "r"(a.val[3]), "r"(a.val[4]),
-          "r"(a.val[5]), "r"(a.val[6]), "r"(a.val[7]), "r"(b.val[0]), "r"(b.val[1]),
-          "r"(b.val[2]), "r"(b.val[3]), "r"(b.val[4]), "r"(b.val[5]), "r"(b.val[6]),
-          "r"(b.val[7]));
+        : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]),
+          "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
+}
+
+// a + b mod r (a + b < 2r < 2^256: no carry out of the top limb).
+__device__ __forceinline__ fr_t add_mod(const fr_t& a, const fr_t& b) {
+    uint32_t s[8];
+    add_limbs(s, a.val, b.val);
     return reduce_once(s);
 }
 
-// a - b mod r.
-__device__ __forceinline__ fr_t sub_mod(const fr_t& a, const fr_t& b) {
+// a − b, with m (r or 2r, little-endian limbs) added back when the difference borrows.
+__device__ __forceinline__ fr_t sub_wrap(const fr_t& a, const fr_t& b, const uint32_t (&m)[8]) {
     uint32_t d[8], borrow;
     asm("sub.cc.u32  %0, %9, %17;\n\t"
         "subc.cc.u32 %1, %10, %18;\n\t"
@@ -216,24 +229,83 @@ __device__ __forceinline__ fr_t sub_mod(const fr_t& a, const fr_t& b) {
           "r"(a.val[5]), "r"(a.val[6]), "r"(a.val[7]), "r"(b.val[0]), "r"(b.val[1]),
           "r"(b.val[2]), "r"(b.val[3]), "r"(b.val[4]), "r"(b.val[5]), "r"(b.val[6]),
           "r"(b.val[7]));
-    // borrow is all ones when a < b: add r back, masked.
+    // borrow is all ones when a < b: add m back, masked.
+    uint32_t back[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) back[i] = m[i] & borrow;
     fr_t out;
-    asm("add.cc.u32  %0, %8, %16;\n\t"
-        "addc.cc.u32 %1, %9, %17;\n\t"
-        "addc.cc.u32 %2, %10, %18;\n\t"
-        "addc.cc.u32 %3, %11, %19;\n\t"
-        "addc.cc.u32 %4, %12, %20;\n\t"
-        "addc.cc.u32 %5, %13, %21;\n\t"
-        "addc.cc.u32 %6, %14, %22;\n\t"
-        "addc.u32    %7, %15, %23;"
-        : "=r"(out.val[0]), "=r"(out.val[1]), "=r"(out.val[2]), "=r"(out.val[3]),
-          "=r"(out.val[4]), "=r"(out.val[5]), "=r"(out.val[6]), "=r"(out.val[7])
-        : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]),
-          "r"(CUZK_FR_P0 & borrow), "r"(borrow), "r"(CUZK_FR_P2 & borrow),
-          "r"(CUZK_FR_P3 & borrow), "r"(CUZK_FR_P4 & borrow), "r"(CUZK_FR_P5 & borrow),
-          "r"(CUZK_FR_P6 & borrow), "r"(CUZK_FR_P7 & borrow));
+    add_limbs(out.val, d, back);
     return out;
 }
 
-}  // namespace ntt
+// a - b mod r.
+__device__ __forceinline__ fr_t sub_mod(const fr_t& a, const fr_t& b) {
+    const uint32_t r[8] = {CUZK_FR_P0, CUZK_FR_P1, CUZK_FR_P2, CUZK_FR_P3,
+                           CUZK_FR_P4, CUZK_FR_P5, CUZK_FR_P6, CUZK_FR_P7};
+    return sub_wrap(a, b, r);
+}
+
+// Lazily reduced arithmetic: values below 2r instead of r, for a sequence of operations that
+// ends in `reduce` (the NTT's passes: each keeps its values below 2r and stores them reduced).
+// Saves the conditional subtraction of every product; sums and differences cost what the
+// reduced ones do.
+
+// w·v·2^-256 mod r, below 2r, for w < r (a twiddle, reduced) and v < 2r. With w the multiplicand
+// added every round, the running value stays below w + r < 2r, and the result is below
+// w·v/2^256 + r < 2r²/2^256 + r < 1.91r.
+__device__ __forceinline__ fr_t mul_lazy(const fr_t& w, const fr_t& v) {
+    fr_t out;
+    mont::mul_2r(out.val, w.val, v.val);
+    return out;
+}
+
+// x mod r for x < 2r.
+__device__ __forceinline__ fr_t reduce(const fr_t& x) { return reduce_once(x.val); }
+
+// a + b mod 2r for a, b < 2r: the sum (below 4r) carries out of limb 7 when it is 2^256 or more,
+// and 2r is subtracted when it is 2r or more.
+__device__ __forceinline__ fr_t add_2r(const fr_t& a, const fr_t& b) {
+    uint32_t s[8], d[8], keep;
+    asm("{\n\t.reg .u32 c;\n\t"
+        "add.cc.u32  %8, %17, %25;\n\t"
+        "addc.cc.u32 %9, %18, %26;\n\t"
+        "addc.cc.u32 %10, %19, %27;\n\t"
+        "addc.cc.u32 %11, %20, %28;\n\t"
+        "addc.cc.u32 %12, %21, %29;\n\t"
+        "addc.cc.u32 %13, %22, %30;\n\t"
+        "addc.cc.u32 %14, %23, %31;\n\t"
+        "addc.cc.u32 %15, %24, %32;\n\t"
+        "addc.u32    c, 0, 0;\n\t"
+        "sub.cc.u32  %0, %8, " CUZK_FR_STR(CUZK_FR_Q0) ";\n\t"
+        "subc.cc.u32 %1, %9, " CUZK_FR_STR(CUZK_FR_Q1) ";\n\t"
+        "subc.cc.u32 %2, %10, " CUZK_FR_STR(CUZK_FR_Q2) ";\n\t"
+        "subc.cc.u32 %3, %11, " CUZK_FR_STR(CUZK_FR_Q3) ";\n\t"
+        "subc.cc.u32 %4, %12, " CUZK_FR_STR(CUZK_FR_Q4) ";\n\t"
+        "subc.cc.u32 %5, %13, " CUZK_FR_STR(CUZK_FR_Q5) ";\n\t"
+        "subc.cc.u32 %6, %14, " CUZK_FR_STR(CUZK_FR_Q6) ";\n\t"
+        "subc.cc.u32 %7, %15, " CUZK_FR_STR(CUZK_FR_Q7) ";\n\t"
+        "subc.u32    %16, c, 0;\n\t}"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]),
+          "=r"(d[7]), "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]),
+          "=r"(s[6]), "=r"(s[7]), "=r"(keep)
+        : "r"(a.val[0]), "r"(a.val[1]), "r"(a.val[2]), "r"(a.val[3]), "r"(a.val[4]),
+          "r"(a.val[5]), "r"(a.val[6]), "r"(a.val[7]), "r"(b.val[0]), "r"(b.val[1]),
+          "r"(b.val[2]), "r"(b.val[3]), "r"(b.val[4]), "r"(b.val[5]), "r"(b.val[6]),
+          "r"(b.val[7]));
+    // keep = carry − borrow: all ones only when the sum did not carry and is below 2r (a carry
+    // always borrows, since the sum is below 4r).
+    fr_t out;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out.val[i] = (s[i] & keep) | (d[i] & ~keep);
+    return out;
+}
+
+// a − b mod 2r for a, b < 2r: 2r added back when the difference borrows.
+__device__ __forceinline__ fr_t sub_2r(const fr_t& a, const fr_t& b) {
+    const uint32_t q[8] = {CUZK_FR_Q0, CUZK_FR_Q1, CUZK_FR_Q2, CUZK_FR_Q3,
+                           CUZK_FR_Q4, CUZK_FR_Q5, CUZK_FR_Q6, CUZK_FR_Q7};
+    return sub_wrap(a, b, q);
+}
+
+}  // namespace fr
 }  // namespace cuzk

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 namespace cuzk {
-namespace ntt {
+namespace fr {
 namespace mont {
 
 #ifdef __CUDA_ARCH__
@@ -168,5 +168,5 @@ CUZK_MONT_FN void mul_2r(uint32_t out[8], const uint32_t a[8], const uint32_t b[
 #undef CUZK_MONT_FN
 
 }  // namespace mont
-}  // namespace ntt
+}  // namespace fr
 }  // namespace cuzk
