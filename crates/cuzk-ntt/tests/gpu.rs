@@ -97,18 +97,33 @@ fn gpu_arith_matches_blstrs() {
     let seed = 11;
     let mut a = to_scalars(&random_reprs(seed, 1 << 14));
     let mut b = to_scalars(&random_reprs(seed + 1, 1 << 14));
-    // Edge values in both operands, including r − 1 and r − 2.
+    // Edge values in both operands: the field values r − 1 and r − 2, and the elements whose
+    // Montgomery limbs are r − 1, r − 2 and 2^254 (lifted by `lift_alternate` to 2r − 1,
+    // 2r − 2 and r + 2^254, the top of the lazily reduced range), every pair at an even index
+    // (unlifted) and an odd one (lifted).
+    let limbs = |l: [u64; 4]| Scalar::try_from(FrRepr { limbs: l }).expect("below r");
+    let r_minus = |k: u64| {
+        let mut l = FR_MODULUS;
+        l[0] -= k;
+        limbs(l)
+    };
     let edge = [
         Scalar::ZERO,
         Scalar::ONE,
         -Scalar::ONE,
         -Scalar::from(2u64),
         Scalar::from(u64::MAX),
+        r_minus(1),
+        r_minus(2),
+        limbs([0, 0, 0, 1 << 62]),
     ];
+    let e = edge.len();
     for (i, x) in edge.iter().enumerate() {
         for (j, y) in edge.iter().enumerate() {
-            a[i * 5 + j] = *x;
-            b[i * 5 + j] = *y;
+            for k in 0..2 {
+                a[2 * (i * e + j) + k] = *x;
+                b[2 * (i * e + j) + k] = *y;
+            }
         }
     }
     let da = stream.upload(&to_reprs(&a)).unwrap();
