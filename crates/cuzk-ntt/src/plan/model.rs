@@ -343,9 +343,10 @@ fn model_h_step_matches_reference() {
     }
 }
 
-/// A model of the kernels' Montgomery multiplication (`mont_mul_folded` in `kernels/field/fr_arith.cuh`), carry
-/// flag and all, checked against blstrs: it relies on r ≡ 1 (mod 2^32) and on r's second limb
-/// being 2^32 − 1, which replace three of every round's multiplications by additions.
+/// A model of the kernels' Montgomery multiplication (`mont_mul_folded` in
+/// `kernels/field/fr_arith.cuh`), carry flag and all, checked against blstrs: it relies on
+/// r ≡ 1 (mod 2^32) and on r's second limb being 2^32 − 1, which replace three of every round's
+/// multiplications by additions.
 mod montgomery {
     use crate::plan::*;
     use cuzk_field::consts::FR_MODULUS;
