@@ -27,6 +27,11 @@ pub struct Args {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Pass factors of order up to 2^this from one table instead of two
+    /// (`NttEngine::set_direct_factor_log`; default: the engine's, 20). At 27 the 2^27 top
+    /// pass reads a 4 GiB table per direction instead of multiplying two entries.
+    #[arg(long)]
+    direct_factor_log: Option<u32>,
 }
 
 /// sppark's NTT on this H200, device-resident data, medians (shared/gpu.md, 2026-11-29).
@@ -103,6 +108,10 @@ pub fn run(args: &Args) -> Result<()> {
     let device = Device::open(0).context("opening GPU 0")?;
     eprintln!("==> {}", device.info());
     let engine = NttEngine::new(&device)?;
+    if let Some(log) = args.direct_factor_log {
+        engine.set_direct_factor_log(log)?;
+        eprintln!("==> pass factors of order up to 2^{log} from one table");
+    }
     let stream = device.new_stream()?;
     let mut rows = Vec::new();
 

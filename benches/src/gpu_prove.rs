@@ -67,6 +67,12 @@ pub struct Args {
     /// host evaluation when the parameters are streamed).
     #[arg(long, default_value = "host", value_parser = ["host", "device"])]
     eval: String,
+    /// Prepare each witness only after the previous proof has finished, so that the host
+    /// phases (eval, scalars) run with the device idle: for comparing host-side figures
+    /// between builds without the pipeline's overlap (the partition time then includes no
+    /// overlap either).
+    #[arg(long)]
+    serial: bool,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -253,33 +259,48 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     let mut timings: Vec<ProofTimings> = Vec::new();
     // Pool misses (buffers pinned) while each partition was prepared, and bytes pinned after.
     let mut pinning: Vec<(u64, u64)> = Vec::new();
+    // When each witness's synthesis started, its preparation started and ended, and when its
+    // proof started and ended: ms since `start`.
+    let mut clocks: Vec<([f64; 3], [f64; 2])> = Vec::new();
+    let since = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
     std::thread::scope(|s| -> Result<()> {
-        let (tx, rx) = sync_channel::<Result<(PreparedWitness, u64, (u64, u64))>>(1);
+        type Made = (PreparedWitness, u64, (u64, u64), [f64; 3]);
+        let (tx, rx) = sync_channel::<Result<Made>>(1);
+        // With --serial, one token per finished proof lets the next witness start.
+        let (done_tx, done_rx) = sync_channel::<()>(args.partitions);
         let (prover, dev_params, pce, density) = (&prover, &dev_params, &pce, &density);
         let device_pce = device_pce.as_ref();
-        let partitions = args.partitions;
-        let seed = args.seed;
+        let (partitions, seed, serial) = (args.partitions, args.seed, args.serial);
         s.spawn(move || {
             for i in 0..partitions {
+                if serial && i > 0 && done_rx.recv().is_err() {
+                    break;
+                }
                 let seed_i = seed.wrapping_add(1 + i as u64);
                 let misses = prover.pinned_pool().stats().misses;
+                let mut at = [since(start), 0.0, 0.0];
                 let prepared = synthesize_witness(SyntheticPoRep::new(n, seed_i))
                     .map_err(anyhow::Error::from)
                     .and_then(|w| {
+                        at[1] = since(start);
                         Ok(prover.prepare_with(dev_params, pce, density, device_pce, &w)?)
                     });
+                at[2] = since(start);
                 let after = prover.pinned_pool().stats();
                 let pinned = (after.misses - misses, after.pinned_bytes);
-                if tx.send(prepared.map(|p| (p, seed_i, pinned))).is_err() {
+                if tx.send(prepared.map(|p| (p, seed_i, pinned, at))).is_err() {
                     break;
                 }
             }
         });
         for _ in 0..args.partitions {
-            let (mut prepared, seed_i, pinned) = rx.recv().context("preparing thread ended")??;
+            let (mut prepared, seed_i, pinned, made_at) =
+                rx.recv().context("preparing thread ended")??;
             pinning.push(pinned);
             let (r, s2) = (Field::random(&mut rng), Field::random(&mut rng));
+            let proved_from = since(start);
             let (proof, t) = prover.prove_prepared(dev_params, &mut prepared, r, s2)?;
+            clocks.push((made_at, [proved_from, since(start)]));
             ensure!(
                 verify_proof(
                     &pvk,
@@ -289,6 +310,8 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
                 "a proof at 2^{k} does not verify"
             );
             timings.push(t);
+            // The preparing thread may have ended early on an error, which recv reports.
+            let _ = done_tx.send(());
         }
         Ok(())
     })?;
@@ -304,19 +327,27 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    for (i, (t, (misses, pinned))) in timings.iter().zip(&pinning).enumerate() {
+    for (i, ((t, (misses, pinned)), (made, proved))) in
+        timings.iter().zip(&pinning).zip(&clocks).enumerate()
+    {
         let phases: Vec<String> = t
             .phases()
             .iter()
             .map(|(n, ms)| format!("{n}={ms:.1}"))
             .collect();
         eprintln!(
-            "2^{k} partition {}: prove={:.1} {} idle={:.1}% pinned_now={misses} pool={:.1}GiB",
+            "2^{k} partition {}: prove={:.1} {} idle={:.1}% pinned_now={misses} pool={:.1}GiB \
+             synthesized_at={:.0}-{:.0} prepared_by={:.0} proved_at={:.0}-{:.0}",
             i + 1,
             t.prove_ms,
             phases.join(" "),
             100.0 * t.idle_share(),
-            *pinned as f64 / (1u64 << 30) as f64
+            *pinned as f64 / (1u64 << 30) as f64,
+            made[0],
+            made[1],
+            made[2],
+            proved[0],
+            proved[1],
         );
     }
     let per_partition = med(|t| t.prove_ms);

@@ -46,6 +46,14 @@ pub enum NttError {
         /// The largest supported value.
         max: u32,
     },
+    /// The bound asked for on directly tabulated pass factors is past the largest transform.
+    #[error("direct pass-factor tables up to order 2^{log} asked for; at most 2^{max}")]
+    DirectFactorLog {
+        /// log2 of the largest order asked for.
+        log: u32,
+        /// The largest supported value.
+        max: u32,
+    },
     /// A call was given no vectors to transform.
     #[error("no vectors were given")]
     EmptyBatch,

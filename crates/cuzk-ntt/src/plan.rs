@@ -39,7 +39,8 @@ pub const MAX_PASS_BITS: u32 = 10;
 /// several lines in a block, adjacent in memory, so that global accesses come in long runs.
 pub const BLOCK_ELEMS_LOG: u32 = 11;
 /// Pass factors of order up to `2^20` come from one table (32 MiB at most); larger orders use
-/// two tables of about `sqrt` the size and one extra multiplication per element.
+/// two tables of about `sqrt` the size and one extra multiplication per element (the default of
+/// [`PassTables::with_direct_log`]'s bound).
 pub const DIRECT_FACTOR_MAX_LOG: u32 = 20;
 /// Elements each thread holds in registers (the radix of a full round).
 pub const ELEMS_PER_THREAD_LOG: u32 = 3;
@@ -236,15 +237,23 @@ pub struct PassTables {
 }
 
 impl PassTables {
-    /// Builds the tables of `pass` for `direction`.
+    /// Builds the tables of `pass` for `direction`, pass factors direct up to order
+    /// `2^DIRECT_FACTOR_MAX_LOG`.
     pub fn new(pass: &Pass, direction: Direction) -> Self {
+        Self::with_direct_log(pass, direction, DIRECT_FACTOR_MAX_LOG)
+    }
+
+    /// As [`PassTables::new`], with pass factors of order up to `2^direct_max_log` in one table
+    /// (`2^s_hi` entries: one multiplication per element fewer, a table as large as the
+    /// vector when `s_hi` is the whole size).
+    pub fn with_direct_log(pass: &Pass, direction: Direction, direct_max_log: u32) -> Self {
         let local_roots = powers(direction.root(pass.bits), Scalar::ONE, 1 << pass.bits);
         let factor = pass.has_factor().then(|| {
             SplitTable::powers(
                 direction.root(pass.s_hi()),
                 Scalar::ONE,
                 pass.s_hi(),
-                DIRECT_FACTOR_MAX_LOG,
+                direct_max_log,
             )
         });
         PassTables {

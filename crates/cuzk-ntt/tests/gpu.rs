@@ -488,3 +488,74 @@ fn gpu_block_sizes_agree() {
         }
     }
 }
+
+/// Pass factors from one table (any bound) compute the same transforms as from two, and an
+/// impossible bound is refused by name.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_direct_factor_tables_agree() {
+    let (split, stream) = engine();
+    let direct = NttEngine::new(split.device()).unwrap();
+    direct.set_direct_factor_log(28).unwrap();
+    assert!(matches!(
+        direct.set_direct_factor_log(29),
+        Err(NttError::DirectFactorLog { log: 29, max: 28 })
+    ));
+    // With the default bound 2^13's top-pass factors come from one table and those of 2^21
+    // and up from two: `direct` takes every factor from one table, `every_split` from two.
+    let every_split = NttEngine::new(split.device()).unwrap();
+    every_split.set_direct_factor_log(0).unwrap();
+    for log_n in [13u32, 21, 22, 24] {
+        let seed = 7000 + log_n as u64;
+        let input = random_reprs(seed, 1 << log_n);
+        let mut x = stream.upload(&input).unwrap();
+        let mut y = stream.upload(&input).unwrap();
+        let mut z = stream.upload(&input).unwrap();
+        split.ntt(stream, &mut [x.as_view_mut()]).unwrap();
+        direct.ntt(stream, &mut [y.as_view_mut()]).unwrap();
+        every_split.ntt(stream, &mut [z.as_view_mut()]).unwrap();
+        let want = stream.download(&x).unwrap();
+        assert!(
+            stream.download(&y).unwrap() == want,
+            "ntt 2^{log_n}, seed {seed}"
+        );
+        assert!(
+            stream.download(&z).unwrap() == want,
+            "ntt 2^{log_n} all split, seed {seed}"
+        );
+        split.coset_intt(stream, &mut [x.as_view_mut()]).unwrap();
+        direct.coset_intt(stream, &mut [y.as_view_mut()]).unwrap();
+        assert!(
+            stream.download(&x).unwrap() == stream.download(&y).unwrap(),
+            "coset_intt 2^{log_n}, seed {seed}"
+        );
+        if log_n <= 13 {
+            let d = Domain::new(log_n).unwrap();
+            let mut want = to_scalars(&input);
+            d.ntt(&mut want).unwrap();
+            d.coset_intt(&mut want).unwrap();
+            assert_same(
+                &download(stream, &y),
+                &want,
+                &format!("direct factors 2^{log_n}, seed {seed}"),
+            );
+        }
+    }
+    // The Groth16 H step at 2^22 through direct tables against the default engine.
+    let log_n = 22;
+    let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(7100 + i, 1 << log_n)).collect();
+    let run = |e: &NttEngine| {
+        let mut bufs: Vec<DeviceBuffer<FrRepr>> =
+            vecs.iter().map(|v| stream.upload(v).unwrap()).collect();
+        let [a, b, c] = &mut bufs[..] else {
+            unreachable!()
+        };
+        e.groth16_h(
+            stream,
+            &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
+        )
+        .unwrap();
+        stream.download(&bufs[0]).unwrap()
+    };
+    assert!(run(split) == run(&direct), "groth16_h 2^{log_n}");
+}

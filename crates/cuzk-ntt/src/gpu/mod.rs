@@ -24,8 +24,8 @@
 mod launch;
 
 use crate::plan::{
-    Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG, MAX_LOG_N,
-    MAX_PASS_BITS, MIN_LOG_N,
+    Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG, DIRECT_FACTOR_MAX_LOG,
+    MAX_LOG_N, MAX_PASS_BITS, MIN_LOG_N,
 };
 use crate::NttError;
 use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream, Timeline};
@@ -109,14 +109,17 @@ pub struct NttEngine {
     device: Device,
     kernels: Kernels,
     sm_count: u32,
-    /// Twiddle tables per (log_n, direction, block_log), built on first use.
-    tables: Mutex<HashMap<(u32, Direction, u32), Arc<DeviceTables>>>,
+    /// Twiddle tables per (log_n, direction, block_log, direct factor bound), built on first
+    /// use.
+    tables: Mutex<HashMap<(u32, Direction, u32, u32), Arc<DeviceTables>>>,
     /// Scale tables per (log_n, kind).
     scales: Mutex<HashMap<(u32, ScaleKind), Arc<DeviceScale>>>,
     /// Blocks per SM of the pass kernels, per (dit, threads per block, shared memory).
     occupancy: Mutex<HashMap<(bool, u32, u32), u32>>,
     /// log2 of the elements a pass block holds (plan::Plan::with_block_log).
     block_log: AtomicU32,
+    /// Pass factors of order up to 2^this come from one table (plan::PassTables::with_direct_log).
+    direct_factor_log: AtomicU32,
     /// A one-element buffer passed for table and vector slots a launch does not use.
     dummy: DeviceBuffer<FrRepr>,
 }
@@ -149,6 +152,7 @@ impl NttEngine {
             scales: Mutex::new(HashMap::new()),
             occupancy: Mutex::new(HashMap::new()),
             block_log: AtomicU32::new(BLOCK_ELEMS_LOG),
+            direct_factor_log: AtomicU32::new(DIRECT_FACTOR_MAX_LOG),
             dummy,
         })
     }
@@ -170,6 +174,23 @@ impl NttEngine {
             });
         }
         self.block_log.store(block_log, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Chooses up to which order `2^log` pass factors come from one table instead of the
+    /// product of two (default [`DIRECT_FACTOR_MAX_LOG`]). A larger bound saves one
+    /// multiplication per element in the passes above it, for a table of `2^s_hi` elements
+    /// per such pass and direction: at `log = log_n` the top pass's table is as large as the
+    /// vector. [`NttEngine::table_bytes`] counts the default bound only, so this is for
+    /// measurements with the memory to spare. Results are the same either way.
+    pub fn set_direct_factor_log(&self, log: u32) -> Result<(), NttError> {
+        if log > MAX_LOG_N {
+            return Err(NttError::DirectFactorLog {
+                log,
+                max: MAX_LOG_N,
+            });
+        }
+        self.direct_factor_log.store(log, Ordering::Relaxed);
         Ok(())
     }
 
@@ -343,7 +364,8 @@ impl NttEngine {
         Ok(())
     }
 
-    /// Device memory the tables of size `2^log_n` take, both directions and every scaling.
+    /// Device memory the tables of size `2^log_n` take, both directions and every scaling,
+    /// with the default bound on direct pass-factor tables.
     pub fn table_bytes(log_n: u32) -> Result<usize, NttError> {
         let plan = Plan::new(log_n)?;
         let elems = |bits: u32, direct: u32| -> usize {
@@ -358,7 +380,7 @@ impl NttEngine {
             .iter()
             .map(|p| {
                 let factor = if p.has_factor() {
-                    elems(p.s_hi(), crate::plan::DIRECT_FACTOR_MAX_LOG)
+                    elems(p.s_hi(), DIRECT_FACTOR_MAX_LOG)
                 } else {
                     0
                 };
@@ -604,13 +626,15 @@ impl NttEngine {
         direction: Direction,
     ) -> Result<Arc<DeviceTables>, NttError> {
         let block_log = self.block_log.load(Ordering::Relaxed);
-        if let Some(t) = lock(&self.tables).get(&(log_n, direction, block_log)) {
+        let direct_log = self.direct_factor_log.load(Ordering::Relaxed);
+        let key = (log_n, direction, block_log, direct_log);
+        if let Some(t) = lock(&self.tables).get(&key) {
             return Ok(t.clone());
         }
         let plan = Plan::with_block_log(log_n, block_log)?;
         let mut pass_tables = Vec::new();
         for p in plan.passes() {
-            let host = PassTables::new(p, direction);
+            let host = PassTables::with_direct_log(p, direction, direct_log);
             let local_roots = self.upload(stream, &host.local_roots)?;
             let factor = host
                 .factor
@@ -626,7 +650,7 @@ impl NttEngine {
             passes: plan.passes().to_vec(),
             pass_tables,
         });
-        lock(&self.tables).insert((log_n, direction, block_log), tables.clone());
+        lock(&self.tables).insert(key, tables.clone());
         Ok(tables)
     }
 

@@ -193,6 +193,19 @@ pub(super) fn run_pass(
 /// Block size of the model's plans; tests run both sizes the engine offers.
 static BLOCK_LOG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(BLOCK_ELEMS_LOG);
 
+/// Bound on directly tabulated pass factors of the model's tables (the engine's
+/// `set_direct_factor_log`); tests run the default, every factor split and every one direct.
+static DIRECT_LOG: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(DIRECT_FACTOR_MAX_LOG);
+
+fn tables(p: &Pass, direction: Direction) -> PassTables {
+    PassTables::with_direct_log(
+        p,
+        direction,
+        DIRECT_LOG.load(std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
 fn plan(log_n: u32) -> Plan {
     Plan::with_block_log(log_n, BLOCK_LOG.load(std::sync::atomic::Ordering::Relaxed)).unwrap()
 }
@@ -201,8 +214,7 @@ fn plan(log_n: u32) -> Plan {
 fn dif(data: &mut [Scalar], log_n: u32, direction: Direction, scale: &Scale) {
     let plan = plan(log_n);
     for p in plan.passes() {
-        let tables = PassTables::new(p, direction);
-        run_pass(data, log_n, p, &tables, scale, false);
+        run_pass(data, log_n, p, &tables(p, direction), scale, false);
     }
 }
 
@@ -210,8 +222,7 @@ fn dif(data: &mut [Scalar], log_n: u32, direction: Direction, scale: &Scale) {
 fn dit(data: &mut [Scalar], log_n: u32, direction: Direction, scale: &Scale) {
     let plan = plan(log_n);
     for p in plan.passes().iter().rev() {
-        let tables = PassTables::new(p, direction);
-        run_pass(data, log_n, p, &tables, scale, true);
+        run_pass(data, log_n, p, &tables(p, direction), scale, true);
     }
 }
 
@@ -297,6 +308,20 @@ fn model_matches_reference_with_small_blocks() {
         check_all_transforms(log_n);
     }
     BLOCK_LOG.store(BLOCK_ELEMS_LOG, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[test]
+fn model_matches_reference_with_every_factor_table_layout() {
+    // Only this test changes the bound; the others see the default either way, since every
+    // bound computes the same transform. 0: every pass factor from two tables; MAX_LOG_N:
+    // every one from one table, as large as the vector for the top pass.
+    for direct in [0, MAX_LOG_N] {
+        DIRECT_LOG.store(direct, std::sync::atomic::Ordering::Relaxed);
+        for log_n in [4, 11, 13, 16] {
+            check_all_transforms(log_n);
+        }
+    }
+    DIRECT_LOG.store(DIRECT_FACTOR_MAX_LOG, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[test]
