@@ -103,15 +103,18 @@ pub enum ArithCode {
     Lazy,
 }
 
+/// What a set of twiddle tables is built for: (log_n, direction, block_log, the bound on
+/// directly tabulated pass factors).
+type TablesKey = (u32, Direction, u32, u32);
+
 /// NTTs on one device. Cheap to share (`&self` methods, internally locked caches); transforms
 /// are queued on the caller's stream and return without waiting for the device.
 pub struct NttEngine {
     device: Device,
     kernels: Kernels,
     sm_count: u32,
-    /// Twiddle tables per (log_n, direction, block_log, direct factor bound), built on first
-    /// use.
-    tables: Mutex<HashMap<(u32, Direction, u32, u32), Arc<DeviceTables>>>,
+    /// Twiddle tables per size, direction and settings, built on first use.
+    tables: Mutex<HashMap<TablesKey, Arc<DeviceTables>>>,
     /// Scale tables per (log_n, kind).
     scales: Mutex<HashMap<(u32, ScaleKind), Arc<DeviceScale>>>,
     /// Blocks per SM of the pass kernels, per (dit, threads per block, shared memory).
