@@ -73,6 +73,11 @@ pub struct Args {
     /// overlap either).
     #[arg(long)]
     serial: bool,
+    /// NTT pass factors of order up to 2^this from one table (`GpuProverConfig::
+    /// ntt_direct_factor_log`; default: the engine's, 20); the working set counts the larger
+    /// tables.
+    #[arg(long)]
+    direct_factor_log: Option<u32>,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -141,6 +146,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             .transpose()
             .context("parsing --pinned")?,
         keep_freed_vram: args.keep_freed_vram,
+        ntt_direct_factor_log: args.direct_factor_log,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

@@ -162,6 +162,9 @@ impl DeviceState {
             pinned_bytes: None,
             stream_chunk: sizes::STREAM_CHUNK,
             keep_freed_vram: config.keep_freed_vram,
+            // The NTT engine's default tables: direct ones would cost every lane (each has its
+            // own engine) a domain vector per direction; not chosen before it is measured.
+            ntt_direct_factor_log: None,
         };
         let lanes = (0..config.workers_per_device)
             .map(|_| GpuProver::new(&device, lane_config.clone()))

@@ -83,6 +83,11 @@ pub struct GpuProverConfig {
     /// it back. Unmetered provers never keep it (their MSMs size themselves by the memory the
     /// driver reports free).
     pub keep_freed_vram: bool,
+    /// NTT pass factors of order up to `2^this` from one table instead of the product of two
+    /// ([`NttEngine::set_direct_factor_log`]); `None`: the engine's default. A larger bound
+    /// saves one multiplication per element in the top pass of domains above 2^20 for a table
+    /// per direction as large as one of a, b, c; the working set of each proof counts it.
+    pub ntt_direct_factor_log: Option<u32>,
 }
 
 impl Default for GpuProverConfig {
@@ -95,6 +100,7 @@ impl Default for GpuProverConfig {
             pinned_bytes: None,
             stream_chunk: CHUNK_BYTES,
             keep_freed_vram: true,
+            ntt_direct_factor_log: None,
         }
     }
 }
@@ -226,11 +232,15 @@ impl GpuProver {
         if let (Some(budget), true) = (&config.budget, config.keep_freed_vram) {
             device.keep_freed_memory(budget.capacity())?;
         }
+        let ntt = NttEngine::new(device)?;
+        if let Some(log) = config.ntt_direct_factor_log {
+            ntt.set_direct_factor_log(log)?;
+        }
         Ok(GpuProver {
             device: device.clone(),
             stream: device.new_stream()?,
             copy: device.new_stream()?,
-            ntt: NttEngine::new(device)?,
+            ntt,
             msm: MsmEngine::new(device)?,
             pool,
             config,
@@ -263,7 +273,7 @@ impl GpuProver {
     fn working_set(&self, n: usize) -> Result<(u64, u64)> {
         let log_n = n.trailing_zeros();
         let abc = 3 * n as u64 * std::mem::size_of::<FrRepr>() as u64;
-        let tables = NttEngine::table_bytes(log_n.max(1))? as u64;
+        let tables = self.ntt.table_bytes_now(log_n.max(1))? as u64;
         Ok((
             abc + tables,
             self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM),

@@ -142,6 +142,41 @@ fn gpu_streamed_parameters_under_a_small_budget_give_the_same_proofs() {
     assert_eq!(budget.used(), 0, "every reservation is released");
 }
 
+/// NTT pass factors from one table (the prover's `ntt_direct_factor_log`) give the same proofs
+/// at a domain whose top pass multiplies two table entries by default (2^21), and the working
+/// set a proof reserves under a budget grows by exactly the larger tables.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_direct_ntt_factor_tables_give_the_same_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
+    let porep = SyntheticPoRep::new((1 << 21) - 2, rand::random());
+    let inputs = porep.public_inputs();
+    let porep = case(porep, inputs, 5);
+    let mut high_water = Vec::new();
+    for direct in [None, Some(28)] {
+        let budget = Budget::new("vram 0 (test)", 24 << 30);
+        let config = GpuProverConfig {
+            budget: Some(budget.clone()),
+            ntt_direct_factor_log: direct,
+            ..GpuProverConfig::default()
+        };
+        let prover = GpuProver::new(&device(), config).unwrap();
+        let params = prover.load(porep.params.clone()).unwrap();
+        check(&prover, &params, &porep, &mut rng);
+        high_water.push(budget.high_water());
+        drop((params, prover));
+        assert_eq!(budget.used(), 0, "every reservation is released");
+    }
+    // 2^21 splits 7 + 7 + 7: the top pass's factors (order 2^21) from one table of 2^21
+    // entries instead of 2^11 + 2^10, in each direction.
+    let grown = 2 * ((1u64 << 21) - ((1 << 11) + (1 << 10))) * 32;
+    assert_eq!(
+        high_water[1] - high_water[0],
+        grown,
+        "reserved {high_water:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_batch_equals_single_proofs() {

@@ -184,8 +184,7 @@ impl NttEngine {
     /// product of two (default [`DIRECT_FACTOR_MAX_LOG`]). A larger bound saves one
     /// multiplication per element in the passes above it, for a table of `2^s_hi` elements
     /// per such pass and direction: at `log = log_n` the top pass's table is as large as the
-    /// vector. [`NttEngine::table_bytes`] counts the default bound only, so this is for
-    /// measurements with the memory to spare. Results are the same either way.
+    /// vector ([`NttEngine::table_bytes_now`] counts it). Results are the same either way.
     pub fn set_direct_factor_log(&self, log: u32) -> Result<(), NttError> {
         if log > MAX_LOG_N {
             return Err(NttError::DirectFactorLog {
@@ -370,6 +369,16 @@ impl NttEngine {
     /// Device memory the tables of size `2^log_n` take, both directions and every scaling,
     /// with the default bound on direct pass-factor tables.
     pub fn table_bytes(log_n: u32) -> Result<usize, NttError> {
+        Self::table_bytes_for(log_n, DIRECT_FACTOR_MAX_LOG)
+    }
+
+    /// [`NttEngine::table_bytes`] with this engine's bound on direct pass-factor tables
+    /// ([`NttEngine::set_direct_factor_log`]).
+    pub fn table_bytes_now(&self, log_n: u32) -> Result<usize, NttError> {
+        Self::table_bytes_for(log_n, self.direct_factor_log.load(Ordering::Relaxed))
+    }
+
+    fn table_bytes_for(log_n: u32, direct_log: u32) -> Result<usize, NttError> {
         let plan = Plan::new(log_n)?;
         let elems = |bits: u32, direct: u32| -> usize {
             if bits <= direct {
@@ -383,7 +392,7 @@ impl NttEngine {
             .iter()
             .map(|p| {
                 let factor = if p.has_factor() {
-                    elems(p.s_hi(), DIRECT_FACTOR_MAX_LOG)
+                    elems(p.s_hi(), direct_log)
                 } else {
                     0
                 };
@@ -816,6 +825,22 @@ mod tests {
         assert!(
             msg.contains("vector 2") && msg.contains('4') && msg.contains('8'),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn direct_factor_tables_are_counted() {
+        // 2^27 splits 9 + 9 + 9: with every factor direct, the top pass's table holds 2^27
+        // entries instead of 2^14 + 2^13, per direction (the middle pass's is direct already).
+        let split = NttEngine::table_bytes_for(27, DIRECT_FACTOR_MAX_LOG).unwrap();
+        let direct = NttEngine::table_bytes_for(27, MAX_LOG_N).unwrap();
+        let top = (1usize << 27) - ((1 << 14) + (1 << 13));
+        assert_eq!(direct - split, 2 * top * std::mem::size_of::<FrRepr>());
+        assert_eq!(NttEngine::table_bytes(27).unwrap(), split);
+        // Up to 2^20 every factor is direct already.
+        assert_eq!(
+            NttEngine::table_bytes_for(20, MAX_LOG_N).unwrap(),
+            NttEngine::table_bytes(20).unwrap()
         );
     }
 
