@@ -3,7 +3,8 @@
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale`,
-//! `run-filecoin`, `run-soak`, `run-example`, `run-c2` and `run-ab` scripts, and the bellperson user's example
+//! `run-filecoin`, `run-soak`, `run-example`, `run-c2`, `run-ab` and `run-profile` scripts, and the
+//! bellperson user's example
 //! (`examples/bellperson-prove`, built as the outside project it is).
 
 use crate::kernels::{self, target_dir, BuildKernelsArgs};
@@ -29,6 +30,7 @@ const RUN_SOAK: &str = include_str!("../bundle/run-soak");
 const RUN_EXAMPLE: &str = include_str!("../bundle/run-example");
 const RUN_C2: &str = include_str!("../bundle/run-c2");
 const RUN_AB: &str = include_str!("../bundle/run-ab");
+const RUN_PROFILE: &str = include_str!("../bundle/run-profile");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 
@@ -83,6 +85,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-example"), RUN_EXAMPLE)?;
     write_script(&dir.join("run-c2"), RUN_C2)?;
     write_script(&dir.join("run-ab"), RUN_AB)?;
+    write_script(&dir.join("run-profile"), RUN_PROFILE)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -98,7 +101,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR ; {0}/run-c2 OUT_DIR [SIZE] ; CUZK_BENCH_A=OTHER {0}/run-ab OUT_DIR",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR ; {0}/run-c2 OUT_DIR [SIZE] ; CUZK_BENCH_A=OTHER {0}/run-ab OUT_DIR ; {0}/run-profile OUT_DIR",
         dir.display()
     );
     Ok(dir)
@@ -396,6 +399,7 @@ mod tests {
             RUN_EXAMPLE,
             RUN_C2,
             RUN_AB,
+            RUN_PROFILE,
         ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
@@ -403,6 +407,15 @@ mod tests {
         // build offers it, serial, and pools the steady partitions.
         assert!(RUN_AB.contains("CUZK_BENCH_A must name"));
         assert!(RUN_AB.contains("--serial") && RUN_AB.contains("number < 3"));
+        // The profile leaves the clocks alone and profiles the kernels that bound the prover.
+        assert!(RUN_PROFILE.contains("--clock-control none"));
+        for kernel in [
+            "cuzk_ntt_di[ft]_pass",
+            "cuzk_msm_scatter",
+            "cuzk_msm_g1_level_affine",
+        ] {
+            assert!(RUN_PROFILE.contains(kernel), "run-profile lacks {kernel}");
+        }
         // The C2 run fabricates, records, preloads, proves and has filecoin-proofs verify,
         // stopping its daemon whatever happens; the 47 GB parameter file is not written.
         assert!(RUN_C2.contains("trap cleanup EXIT"));
