@@ -193,6 +193,9 @@ impl NttEngine {
             });
         }
         self.direct_factor_log.store(log, Ordering::Relaxed);
+        // Tables built under another bound are dropped (once no transform holds them), so
+        // what the engine keeps is what `table_bytes_now` counts.
+        lock(&self.tables).retain(|key, _| key.3 == log);
         Ok(())
     }
 
