@@ -54,6 +54,21 @@ __device__ __forceinline__ fp2_lane_t pmul(const fp2_lane_t& a, const fp2_lane_t
     return mul(a, b);
 }
 
+// a·b − c·d, the Y coordinate of the additions and doublings below: two products and a
+// subtraction, or, for Fp in an image built with CUZK_FP_MUL_SUB (being measured before it
+// becomes the default), one Montgomery reduction for both products (`fp_mul_sub_lazy`).
+template <class F>
+__device__ __forceinline__ F mul_sub(const F& a, const F& b, const F& c, const F& d) {
+    return sub(pmul(a, b), pmul(c, d));
+}
+#ifdef CUZK_FP_MUL_SUB
+template <>
+__device__ __forceinline__ fp_t mul_sub<fp_t>(const fp_t& a, const fp_t& b, const fp_t& c,
+                                              const fp_t& d) {
+    return fp_mul_sub_lazy(a, b, c, d);
+}
+#endif
+
 // How the threads of a kernel hold coordinates of field F: `mem` is the coordinate's layout in
 // memory and `count` the threads that share one point. A point of fp2_lane_t is held by a pair
 // of adjacent lanes and stored as the fp2_t point it stands for.
@@ -152,7 +167,7 @@ __device__ void dbl_affine(xyzz_t<F>& out, const affine_t<F>& p) {
     const F x2 = sqr(p.x);
     const F m = add(dbl(x2), x2);
     const F x3 = sub(sub(sqr(m), s), s);
-    out.y = sub(pmul(m, sub(s, x3)), pmul(w, p.y));
+    out.y = mul_sub(m, sub(s, x3), w, p.y);
     out.x = x3;
     out.zz = v;
     out.zzz = w;
@@ -169,7 +184,7 @@ __device__ void dbl_xyzz(xyzz_t<F>& a) {
     const F x2 = sqr(a.x);
     const F m = add(dbl(x2), x2);
     const F x3 = sub(sub(sqr(m), s), s);
-    a.y = sub(pmul(m, sub(s, x3)), pmul(w, a.y));
+    a.y = mul_sub(m, sub(s, x3), w, a.y);
     a.x = x3;
     a.zz = pmul(a.zz, v);
     a.zzz = pmul(a.zzz, w);
@@ -200,7 +215,7 @@ __device__ void add_mixed(xyzz_t<F>& a, const affine_t<F>& p) {
     const F ppp = pmul(pd, pp);
     const F q = pmul(a.x, pp);
     const F x3 = sub(sub(sqr(r), ppp), dbl(q));
-    a.y = sub(pmul(r, sub(q, x3)), pmul(a.y, ppp));
+    a.y = mul_sub(r, sub(q, x3), a.y, ppp);
     a.x = x3;
     a.zz = pmul(a.zz, pp);
     a.zzz = pmul(a.zzz, ppp);
@@ -270,7 +285,7 @@ __device__ __forceinline__ void add_xyzz_inline(xyzz_t<F>& a, const xyzz_t<F>& b
     const F ppp = pmul(pd, pp);
     const F q = pmul(u1, pp);
     const F x3 = sub(sub(sqr(r), ppp), dbl(q));
-    a.y = sub(pmul(r, sub(q, x3)), pmul(s1, ppp));
+    a.y = mul_sub(r, sub(q, x3), s1, ppp);
     a.x = x3;
     a.zz = pmul(pmul(a.zz, b.zz), pp);
     a.zzz = pmul(pmul(a.zzz, b.zzz), ppp);

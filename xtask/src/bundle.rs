@@ -47,6 +47,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     let image = kernels::build(&BuildKernelsArgs {
         arch: args.arch.clone(),
         force: false,
+        defines: Vec::new(),
     })?;
 
     step("release GPU test binaries");

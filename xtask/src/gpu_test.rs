@@ -72,6 +72,7 @@ pub fn run(arch: &[String]) -> Result<()> {
     kernels::build(&BuildKernelsArgs {
         arch: arch.to_vec(),
         force: false,
+        defines: Vec::new(),
     })?;
 
     step("workspace GPU tests (ignored tests named gpu_)");

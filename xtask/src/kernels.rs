@@ -40,6 +40,12 @@ pub struct BuildKernelsArgs {
     /// Rebuild even when the inputs are unchanged (and ignore cached per-architecture images).
     #[arg(long)]
     pub force: bool,
+    /// Preprocessor definitions (`NAME` or `NAME=VALUE`, repeatable) for a variant image: a
+    /// kernel change kept behind `#ifdef` until it is measured. A variant goes to
+    /// `target/kernels-<definitions>/` (name it in `CUZK_KERNEL_DIR` to use it), never over the
+    /// default image.
+    #[arg(long = "define", value_name = "NAME[=VALUE]")]
+    pub defines: Vec<String>,
 }
 
 /// The cargo target folder (honouring CARGO_TARGET_DIR, as the runtime's search does).
@@ -81,15 +87,50 @@ fn archs(args: &BuildKernelsArgs) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The `-D` flags of a variant and the folder its image goes to (`kernels` for none).
+fn variant(defines: &[String]) -> Result<(Vec<String>, String)> {
+    let mut flags = Vec::new();
+    let mut parts = Vec::new();
+    for d in defines {
+        let (name, value) = d.split_once('=').unwrap_or((d.as_str(), ""));
+        let word = |w: &str| w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let starts_well = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !starts_well || !word(name) || !word(value) {
+            bail!("--define takes NAME or NAME=VALUE of letters, digits and '_' (got {d:?})");
+        }
+        flags.push(format!("-D{d}"));
+        parts.push(if value.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name}-{value}")
+        });
+    }
+    let folder = if parts.is_empty() {
+        "kernels".to_owned()
+    } else {
+        format!("kernels-{}", parts.join("-"))
+    };
+    Ok((flags, folder))
+}
+
 /// Builds the kernel image if anything that goes into it changed; returns its path.
 pub fn build(args: &BuildKernelsArgs) -> Result<PathBuf> {
     let start = Instant::now();
     let archs = archs(args)?;
+    let (defines, folder) = variant(&args.defines)?;
     step(&format!(
-        "kernel image for {} + {PTX_ARCH} PTX",
-        archs.join(", ")
+        "kernel image for {} + {PTX_ARCH} PTX{}",
+        archs.join(", "),
+        if defines.is_empty() {
+            String::new()
+        } else {
+            format!(", variant {}", defines.join(" "))
+        }
     ));
-    let out_dir = target_dir().join("kernels");
+    let out_dir = target_dir().join(folder);
     let gen_dir = out_dir.join("gen");
     let cache_dir = out_dir.join("cache");
     fs::create_dir_all(&gen_dir)?;
@@ -107,7 +148,8 @@ pub fn build(args: &BuildKernelsArgs) -> Result<PathBuf> {
     let entries = entry_files(&kernels_dir)?;
     write_if_changed(&gen_dir.join("cuzk.cu"), &unity_source(&entries))?;
 
-    let flags = flags(&kernels_dir, &gen_dir);
+    let mut flags = flags(&kernels_dir, &gen_dir);
+    flags.extend(defines);
     let key = input_key(&kernels_dir, &gen_dir, &flags, &nvcc)?;
     let image = out_dir.join(IMAGE_FILE);
     let stamp_path = out_dir.join(format!("{IMAGE_FILE}.stamp"));
@@ -432,12 +474,29 @@ mod tests {
             archs(&BuildKernelsArgs {
                 arch: v.iter().map(|s| s.to_string()).collect(),
                 force: false,
+                defines: Vec::new(),
             })
         };
         assert_eq!(a(&[]).unwrap().len(), DEFAULT_ARCHS.len());
         assert_eq!(a(&["sm_90", "sm_90"]).unwrap(), vec!["sm_90"]);
         assert!(a(&["compute_90"]).is_err());
         assert!(a(&["90"]).is_err());
+    }
+
+    #[test]
+    fn variants_take_plain_definitions_and_their_own_folder() {
+        let v = |d: &[&str]| variant(&d.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(v(&[]).unwrap(), (vec![], "kernels".to_owned()));
+        assert_eq!(
+            v(&["CUZK_A", "B_2=3"]).unwrap(),
+            (
+                vec!["-DCUZK_A".to_owned(), "-DB_2=3".to_owned()],
+                "kernels-CUZK_A-B_2-3".to_owned()
+            )
+        );
+        for bad in ["", "2X", "A B", "A=b c", "A;rm", "../x"] {
+            assert!(v(&[bad]).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]
