@@ -450,32 +450,54 @@ fn gpu_bad_inputs_are_refused_by_name() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_block_sizes_agree() {
-    let (big, stream) = engine();
+    let big = &engine().0;
     let small = NttEngine::new(big.device()).unwrap();
     small.set_block_log(10).unwrap();
     assert!(matches!(
         small.set_block_log(12),
         Err(NttError::BlockSize { block_log: 12, .. })
     ));
-    for log_n in [3u32, 9, 12, 17, 20, 23] {
-        let seed = 6000 + log_n as u64;
+    assert_engines_agree(
+        big,
+        &small,
+        &[3, 9, 12, 17, 20, 23],
+        17,
+        6000,
+        "small blocks",
+    );
+}
+
+/// Checks that `other` transforms like `reference` (a forward NTT, then a coset inverse NTT) at
+/// each size `2^log_n` of `sizes`, and like the CPU reference up to `2^cpu_max`.
+fn assert_engines_agree(
+    reference: &NttEngine,
+    other: &NttEngine,
+    sizes: &[u32],
+    cpu_max: u32,
+    seed0: u64,
+    what: &str,
+) {
+    let stream = &engine().1;
+    for &log_n in sizes {
+        let seed = seed0 + log_n as u64;
         let input = random_reprs(seed, 1 << log_n);
         let mut x = stream.upload(&input).unwrap();
         let mut y = stream.upload(&input).unwrap();
-        big.ntt(stream, &mut [x.as_view_mut()]).unwrap();
-        small.ntt(stream, &mut [y.as_view_mut()]).unwrap();
+        reference.ntt(stream, &mut [x.as_view_mut()]).unwrap();
+        other.ntt(stream, &mut [y.as_view_mut()]).unwrap();
         assert!(
             stream.download(&x).unwrap() == stream.download(&y).unwrap(),
-            "ntt 2^{log_n}, seed {seed}"
+            "{what}: ntt 2^{log_n}, seed {seed}"
         );
-        big.coset_intt(stream, &mut [x.as_view_mut()]).unwrap();
-        small.coset_intt(stream, &mut [y.as_view_mut()]).unwrap();
+        reference
+            .coset_intt(stream, &mut [x.as_view_mut()])
+            .unwrap();
+        other.coset_intt(stream, &mut [y.as_view_mut()]).unwrap();
         assert!(
             stream.download(&x).unwrap() == stream.download(&y).unwrap(),
-            "coset_intt 2^{log_n}, seed {seed}"
+            "{what}: coset_intt 2^{log_n}, seed {seed}"
         );
-        // And the small blocks against the CPU reference where that is cheap.
-        if log_n <= 17 {
+        if log_n <= cpu_max {
             let d = Domain::new(log_n).unwrap();
             let mut want = to_scalars(&input);
             d.ntt(&mut want).unwrap();
@@ -483,7 +505,7 @@ fn gpu_block_sizes_agree() {
             assert_same(
                 &download(stream, &y),
                 &want,
-                &format!("small blocks 2^{log_n}, seed {seed}"),
+                &format!("{what} 2^{log_n}, seed {seed}"),
             );
         }
     }
@@ -501,46 +523,20 @@ fn gpu_direct_factor_tables_agree() {
         direct.set_direct_factor_log(29),
         Err(NttError::DirectFactorLog { log: 29, max: 28 })
     ));
-    // With the default bound 2^13's top-pass factors come from one table and those of 2^21
-    // and up from two: `direct` takes every factor from one table, `every_split` from two.
+    // With the default bound the top-pass factors of 2^13 and 2^16 come from one table and those
+    // of 2^21 and up from two: `direct` takes every factor from one table (so it differs from
+    // the default at 2^21 and up), `every_split` from two (so it differs at 2^13 and 2^16).
     let every_split = NttEngine::new(split.device()).unwrap();
     every_split.set_direct_factor_log(0).unwrap();
-    for log_n in [13u32, 21, 22, 24] {
-        let seed = 7000 + log_n as u64;
-        let input = random_reprs(seed, 1 << log_n);
-        let mut x = stream.upload(&input).unwrap();
-        let mut y = stream.upload(&input).unwrap();
-        let mut z = stream.upload(&input).unwrap();
-        split.ntt(stream, &mut [x.as_view_mut()]).unwrap();
-        direct.ntt(stream, &mut [y.as_view_mut()]).unwrap();
-        every_split.ntt(stream, &mut [z.as_view_mut()]).unwrap();
-        let want = stream.download(&x).unwrap();
-        assert!(
-            stream.download(&y).unwrap() == want,
-            "ntt 2^{log_n}, seed {seed}"
-        );
-        assert!(
-            stream.download(&z).unwrap() == want,
-            "ntt 2^{log_n} all split, seed {seed}"
-        );
-        split.coset_intt(stream, &mut [x.as_view_mut()]).unwrap();
-        direct.coset_intt(stream, &mut [y.as_view_mut()]).unwrap();
-        assert!(
-            stream.download(&x).unwrap() == stream.download(&y).unwrap(),
-            "coset_intt 2^{log_n}, seed {seed}"
-        );
-        if log_n <= 13 {
-            let d = Domain::new(log_n).unwrap();
-            let mut want = to_scalars(&input);
-            d.ntt(&mut want).unwrap();
-            d.coset_intt(&mut want).unwrap();
-            assert_same(
-                &download(stream, &y),
-                &want,
-                &format!("direct factors 2^{log_n}, seed {seed}"),
-            );
-        }
-    }
+    assert_engines_agree(
+        split,
+        &direct,
+        &[13, 21, 22, 24],
+        13,
+        7000,
+        "direct factors",
+    );
+    assert_engines_agree(split, &every_split, &[13, 16], 16, 7500, "split factors");
     // The Groth16 H step at 2^22 through direct tables against the default engine.
     let log_n = 22;
     let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(7100 + i, 1 << log_n)).collect();
