@@ -1,6 +1,7 @@
 //! `cuzk-bench ntt`: the GPU NTT engine on device-resident data at 2^20 … 2^27 and the Groth16 H
 //! step at 2^27 (device-resident, and with pinned-memory transfers), timed with CUDA events,
-//! against sppark's figures on the same H200 and the integer multiply-add floor.
+//! against sppark's figures on the same H200 (natural order against its natural-order
+//! transform, bit-reversed against its bit-reversed one) and the integer multiply-add floor.
 
 use crate::stats::{median, ms};
 use anyhow::{ensure, Context, Result};
@@ -34,14 +35,28 @@ pub struct Args {
     direct_factor_log: Option<u32>,
 }
 
-/// sppark's NTT on this H200, device-resident data, medians (shared/gpu.md, 2026-11-29).
+/// sppark's NTT on this H200, device-resident data, natural order in and out, medians
+/// (sppark v0.1.15, 2026-12-01; the GPU notes).
 fn sppark_ms(log_n: u32) -> Option<f64> {
     match log_n {
-        20 => Some(0.28),
-        22 => Some(1.13),
-        24 => Some(4.75),
-        26 => Some(23.9),
-        27 => Some(44.4),
+        20 => Some(0.280),
+        22 => Some(1.123),
+        24 => Some(4.742),
+        26 => Some(23.83),
+        27 => Some(44.39),
+        _ => None,
+    }
+}
+
+/// The same, with the output left in bit-reversed order (no bit-reversal pass): the reference
+/// for `ntt_to_bit_reversed` and `intt_from_bit_reversed`.
+fn sppark_bit_reversed_ms(log_n: u32) -> Option<f64> {
+    match log_n {
+        20 => Some(0.264),
+        22 => Some(1.046),
+        24 => Some(4.428),
+        26 => Some(20.94),
+        27 => Some(42.35),
         _ => None,
     }
 }
@@ -145,19 +160,43 @@ pub fn run(args: &Args) -> Result<()> {
             for (label, ms) in engine.profile(&stream, &mut [bufs[0].as_view_mut()])? {
                 eprintln!("      {label:<24} {ms:>9.3} ms");
             }
+            // The networks alone: evaluations left in (or taken from) bit-reversed order.
+            let t_rev = time_device(&device, &stream, args.runs, |i| {
+                let b = &mut bufs[i % copies];
+                Ok(engine.ntt_to_bit_reversed(&stream, &mut [b.as_view_mut()])?)
+            })?;
+            let t_inv_rev = time_device(&device, &stream, args.runs, |i| {
+                let b = &mut bufs[i % copies];
+                Ok(engine.intt_from_bit_reversed(&stream, &mut [b.as_view_mut()])?)
+            })?;
+            eprintln!(
+                "    ntt to bit-reversed 2^{log_n}: {} ms, intt from bit-reversed: {} ms",
+                ms(t_rev),
+                ms(t_inv_rev)
+            );
             let (sppark, floor) = (sppark_ms(log_n), Some(floor_ms(log_n)));
-            rows.push(Row {
-                what: format!("NTT 2^{log_n}{tag}"),
-                ours: t,
-                sppark,
-                floor,
-            });
-            rows.push(Row {
-                what: format!("iNTT 2^{log_n}{tag}"),
-                ours: t_inv,
-                sppark,
-                floor,
-            });
+            let sppark_rev = sppark_bit_reversed_ms(log_n);
+            for (what, ours, sppark) in [
+                (format!("NTT 2^{log_n}{tag}"), t, sppark),
+                (format!("iNTT 2^{log_n}{tag}"), t_inv, sppark),
+                (
+                    format!("NTT 2^{log_n}, bit-reversed out"),
+                    t_rev,
+                    sppark_rev,
+                ),
+                (
+                    format!("iNTT 2^{log_n}, bit-reversed in"),
+                    t_inv_rev,
+                    sppark_rev,
+                ),
+            ] {
+                rows.push(Row {
+                    what,
+                    ours,
+                    sppark,
+                    floor,
+                });
+            }
         }
         drop(bufs);
     }

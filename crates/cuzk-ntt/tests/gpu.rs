@@ -220,6 +220,48 @@ fn gpu_transforms_match_cpu_reference_for_every_size() {
     );
 }
 
+/// The bit-reversed-order variants: the forward transform without its bit reversal against
+/// the CPU reference permuted (every size up to 2^20, several vectors per call), and the
+/// inverse from bit-reversed order back to the input (also at 2^21 … 2^24).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_bit_reversed_order_variants_match_cpu_reference() {
+    let (engine, stream) = engine();
+    for log_n in (1..=20u32).chain([21, 22, 24]) {
+        let seed = 8000 + log_n as u64;
+        let inputs: Vec<Vec<FrRepr>> = (0..3)
+            .map(|i| random_reprs(seed * 10 + i, 1 << log_n))
+            .collect();
+        let mut bufs: Vec<DeviceBuffer<FrRepr>> =
+            inputs.iter().map(|v| stream.upload(v).unwrap()).collect();
+        let mut views: Vec<_> = bufs.iter_mut().map(|b| b.as_view_mut()).collect();
+        engine.ntt_to_bit_reversed(stream, &mut views).unwrap();
+        drop(views);
+        if log_n <= 20 {
+            let d = Domain::new(log_n).unwrap();
+            for (i, (buf, input)) in bufs.iter().zip(&inputs).enumerate() {
+                let mut want = to_scalars(input);
+                d.ntt(&mut want).unwrap();
+                cuzk_ntt::cpu::bit_reverse_permute(&mut want);
+                assert_same(
+                    &download(stream, buf),
+                    &want,
+                    &format!("ntt to bit-reversed 2^{log_n}, vector {i}, seed {seed}"),
+                );
+            }
+        }
+        let mut views: Vec<_> = bufs.iter_mut().map(|b| b.as_view_mut()).collect();
+        engine.intt_from_bit_reversed(stream, &mut views).unwrap();
+        drop(views);
+        for (i, (buf, input)) in bufs.iter().zip(&inputs).enumerate() {
+            assert!(
+                stream.download(buf).unwrap() == *input,
+                "intt from bit-reversed ∘ ntt to bit-reversed, 2^{log_n}, vector {i}, seed {seed}"
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_round_trips_are_the_identity() {

@@ -230,6 +230,40 @@ impl NttEngine {
         Ok(())
     }
 
+    /// Coefficients to evaluations on `⟨ω⟩` left in bit-reversed order (position `i` holds the
+    /// evaluation at `ω^rev(i)`), in place: [`NttEngine::ntt`] without its bit reversal, for
+    /// callers that take the evaluations in that order (the DIF network alone).
+    pub fn ntt_to_bit_reversed(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span =
+            tracing::debug_span!("ntt_to_bit_reversed", log_n, vectors = vectors.len()).entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.dif(stream, chunk, log_n, Direction::Forward, ScaleKind::None)?;
+        }
+        Ok(())
+    }
+
+    /// Evaluations on `⟨ω⟩` in bit-reversed order to coefficients in natural order, in place:
+    /// the inverse of [`NttEngine::ntt_to_bit_reversed`], [`NttEngine::intt`] without its bit
+    /// reversal (the DIT network alone).
+    pub fn intt_from_bit_reversed(
+        &self,
+        stream: &Stream,
+        vectors: &mut [DeviceViewMut<'_, FrRepr>],
+    ) -> Result<(), NttError> {
+        let log_n = check_lengths(vectors)?;
+        let _span = tracing::debug_span!("intt_from_bit_reversed", log_n, vectors = vectors.len())
+            .entered();
+        for chunk in vectors.chunks_mut(VECTORS_PER_LAUNCH) {
+            self.dit(stream, chunk, log_n, Direction::Inverse, ScaleKind::InvN)?;
+        }
+        Ok(())
+    }
+
     /// Coefficients to evaluations on the coset `g·⟨ω⟩` (g = 7), in place.
     pub fn coset_ntt(
         &self,
