@@ -411,7 +411,8 @@ mod tests {
         // The profile leaves the clocks alone and profiles the kernels that bound the prover.
         assert!(RUN_PROFILE.contains("--clock-control none"));
         for kernel in [
-            "cuzk_ntt_di[ft]_pass",
+            "cuzk_ntt_dit_pass",
+            "cuzk_ntt_dif_pass",
             "cuzk_msm_scatter",
             "cuzk_msm_g1_level_affine",
         ] {
