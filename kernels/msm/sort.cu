@@ -1,7 +1,7 @@
 //! The curve-independent half of the MSM: scalars out of Montgomery form and sorted into 0, 1
 //! and the rest, signed window digits, and a counting sort of (bucket, point) pairs.
 //! Exported: cuzk_msm_prepare, cuzk_msm_histogram, cuzk_msm_scatter, cuzk_msm_scan_tiles,
-//! cuzk_msm_scan_sums, cuzk_msm_scan_add.
+//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts.
 #include "msm/digits.cuh"
 
 using cuzk::msm_sort::DigitParams;
@@ -163,4 +163,10 @@ extern "C" __global__ void cuzk_msm_scan_add(uint32_t* out, uint32_t len,
     using namespace cuzk::msm_sort;
     for (uint64_t i = cuzk::thread_index(); i < len; i += cuzk::thread_count())
         out[i] += tile_sums[i / SCAN_TILE];
+}
+
+// The bucket counts after a pair level (msm/pairs.cuh): out[b] = ceil(in[b] / 2) for b < n.
+extern "C" __global__ void cuzk_msm_halve_counts(const uint32_t* in, uint32_t n, uint32_t* out) {
+    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count())
+        out[i] = in[i] / 2 + (in[i] & 1);
 }

@@ -125,6 +125,7 @@ mod tests {
             xyzz_bytes: 192,
             sm_count: 132,
             allowance,
+            affine_levels: 0,
         }
     }
 

@@ -40,6 +40,14 @@ pub enum MsmError {
         /// Largest supported width.
         max: u32,
     },
+    /// More batch-affine pair levels than the plan supports.
+    #[error("{levels} batch-affine pair levels is more than the supported {max}")]
+    BadAffineLevels {
+        /// The number asked for.
+        levels: u32,
+        /// The largest supported number.
+        max: u32,
+    },
     /// The VRAM allowance cannot hold the buckets of one window and one chunk of one point.
     #[error(
         "VRAM allowance of {allowance} bytes is too small: one window and one point need at \

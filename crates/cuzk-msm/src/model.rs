@@ -9,6 +9,7 @@ use crate::digits::{canonical_limbs, signed_digits};
 use crate::plan::{level_outputs, Plan, SPAN_ONES, SPAN_XYZZ};
 use cuzk_field::PrimeCurveAffine as _;
 use cuzk_field::Scalar;
+use ff::Field;
 use group::Group;
 
 /// Where a reduction level's entries come from.
@@ -17,6 +18,21 @@ enum Entries<'a, C: MsmCurve> {
     Affine(&'a [u32], &'a [C::Affine]),
     /// Partial sums of an earlier level.
     Points(&'a [C::Projective]),
+    /// Affine coordinates the pair levels wrote, (0, 0) for the identity.
+    Coords(&'a [Coords<C>]),
+}
+
+/// Affine coordinates as the kernels hold them: the identity is (0, 0), since no point of
+/// prime order has y = 0.
+type Coords<C> = (<C as MsmCurve>::Base, <C as MsmCurve>::Base);
+
+fn to_point<C: MsmCurve>(c: &Coords<C>) -> C::Projective {
+    if bool::from(c.1.is_zero()) {
+        return C::Projective::identity();
+    }
+    C::from_coords(c.0, c.1)
+        .expect("a pair level wrote a point off the curve")
+        .to_curve()
 }
 
 /// One level of the segmented reduction, thread by thread as `level` in kernels/msm/level.cuh.
@@ -40,6 +56,7 @@ fn level<C: MsmCurve>(
             }
         }
         Entries::Points(p) => p[i],
+        Entries::Coords(c) => to_point::<C>(&c[i]),
     };
     let span = span as usize;
     let threads = m.div_ceil(span);
@@ -118,6 +135,185 @@ fn chain<C: MsmCurve>(
         );
         threads = k.len().div_ceil(SPAN_XYZZ as usize);
         (k, p) = (k2, p2);
+    }
+}
+
+/// How a pair is summed, as `classify` in kernels/msm/pairs.cuh: the kind, and the
+/// denominator to invert for ADD and DOUBLE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PairKind {
+    TakeP,
+    TakeQ,
+    Cancel,
+    Add,
+    Double,
+}
+
+fn classify<F: Field>(p: &(F, F), q: &(F, F)) -> (PairKind, F) {
+    if bool::from(q.1.is_zero()) {
+        (PairKind::TakeP, F::ONE)
+    } else if bool::from(p.1.is_zero()) {
+        (PairKind::TakeQ, F::ONE)
+    } else if p.0 != q.0 {
+        (PairKind::Add, q.0 - p.0)
+    } else if p.1 == q.1 {
+        (PairKind::Double, p.1.double())
+    } else {
+        (PairKind::Cancel, F::ONE)
+    }
+}
+
+/// p + q given 1 / den, as `pair_sum` in kernels/msm/pairs.cuh.
+fn pair_sum<F: Field>(p: &(F, F), q: &(F, F), kind: PairKind, inv_den: F) -> (F, F) {
+    let num = if kind == PairKind::Double {
+        let x2 = p.0.square();
+        x2.double() + x2
+    } else {
+        q.1 - p.1
+    };
+    let l = num * inv_den;
+    let x = l.square() - p.0 - q.0;
+    (x, l * (p.0 - x) - p.1)
+}
+
+/// One pair level over one window, thread by thread as `pair_level` in kernels/msm/pairs.cuh:
+/// `threads` threads visit the window's positions grid-stride, each batching the inversions
+/// of its pairs through the products it stores in its output slots. Bucket b's `cnt[b]`
+/// entries begin at `begin[b]` of `keys`/`pts`, and its ceil(cnt[b] / 2) outputs at
+/// `out_start[b]`. Returns the output keys and points.
+#[allow(clippy::too_many_arguments)] // The kernel's parameter list.
+fn pair_level<C: MsmCurve>(
+    keys: &[u32],
+    pts: &[Coords<C>],
+    cnt: &[u32],
+    begin: &[usize],
+    key_base: u32,
+    out_start: &[usize],
+    outputs: usize,
+    threads: usize,
+) -> (Vec<u32>, Vec<Coords<C>>) {
+    let zero = <C::Base as Field>::ZERO;
+    // Unwritten slots keep a mark no output can have (x = 1, y = 0 is not the identity's
+    // encoding), so that a slot left unwritten shows.
+    let mut out_keys = vec![u32::MAX; outputs];
+    let mut out_pts = vec![(<C::Base as Field>::ONE, zero); outputs];
+    let nb = cnt.len();
+    let (lo, hi) = (begin[0], begin[nb - 1] + cnt[nb - 1] as usize);
+    for t in 0..threads {
+        let first = lo + t;
+        if first >= hi {
+            continue;
+        }
+        let mut acc = <C::Base as Field>::ONE;
+        let mut visited = Vec::new();
+        for i in (first..hi).step_by(threads) {
+            visited.push(i);
+            let key = keys[i];
+            let b = (key - key_base) as usize;
+            let rel = i - begin[b];
+            if rel % 2 == 1 {
+                continue;
+            }
+            let slot = out_start[b] + rel / 2;
+            out_keys[slot] = key;
+            if rel + 1 == cnt[b] as usize {
+                out_pts[slot] = pts[i];
+                continue;
+            }
+            let (kind, den) = classify(&pts[i], &pts[i + 1]);
+            match kind {
+                PairKind::TakeP => out_pts[slot] = pts[i],
+                PairKind::TakeQ => out_pts[slot] = pts[i + 1],
+                PairKind::Cancel => out_pts[slot] = (zero, zero),
+                PairKind::Add | PairKind::Double => {
+                    out_pts[slot].0 = acc;
+                    acc *= den;
+                }
+            }
+        }
+        let mut inv_acc = acc.invert().expect("no denominator is zero");
+        for &i in visited.iter().rev() {
+            let b = (keys[i] - key_base) as usize;
+            let rel = i - begin[b];
+            if rel % 2 == 1 || rel + 1 >= cnt[b] as usize {
+                continue;
+            }
+            let (kind, den) = classify(&pts[i], &pts[i + 1]);
+            if matches!(kind, PairKind::Add | PairKind::Double) {
+                let slot = out_start[b] + rel / 2;
+                let inv_den = inv_acc * out_pts[slot].0;
+                inv_acc *= den;
+                out_pts[slot] = pair_sum(&pts[i], &pts[i + 1], kind, inv_den);
+            }
+        }
+    }
+    (out_keys, out_pts)
+}
+
+/// Exclusive scan of ceil(c / 2) over the counts, and the total.
+fn halved_starts(cnt: &[u32]) -> (Vec<u32>, Vec<usize>, usize) {
+    let half: Vec<u32> = cnt.iter().map(|c| c.div_ceil(2)).collect();
+    let mut starts = Vec::with_capacity(cnt.len());
+    let mut total = 0usize;
+    for &h in &half {
+        starts.push(total);
+        total += h as usize;
+    }
+    (half, starts, total)
+}
+
+/// The accumulation of one chunk with pair levels, as `MsmEngine::pair_levels` launches it:
+/// per window, `levels` pair levels from the sorted entries, then a chain over what is left.
+#[allow(clippy::too_many_arguments)] // The chunk's sort, as the engine holds it.
+fn pair_levels<C: MsmCurve>(
+    keys: &[u32],
+    vals: &[u32],
+    bases: &[C::Affine],
+    hist: &[u32],
+    w_count: usize,
+    nb: usize,
+    len: usize,
+    plan: &Plan,
+    buckets: &mut [C::Projective],
+) {
+    let zero = <C::Base as Field>::ZERO;
+    let coords: Vec<Coords<C>> = vals
+        .iter()
+        .map(|&v| {
+            let (x, y) = C::coords(&bases[(v & 0x7fff_ffff) as usize]).unwrap_or((zero, zero));
+            (x, if v >> 31 == 1 { -y } else { y })
+        })
+        .collect();
+    let mut at = 0usize;
+    for w in 0..w_count {
+        let key_base = (w * nb) as u32;
+        let mut cnt = hist[w * nb..(w + 1) * nb].to_vec();
+        let mut begin: Vec<usize> = Vec::with_capacity(nb);
+        for &c in &cnt {
+            begin.push(at);
+            at += c as usize;
+        }
+        let (mut k, mut p) = (keys.to_vec(), coords.clone());
+        for level in 0..plan.affine_levels {
+            let (half, starts, total) = halved_starts(&cnt);
+            assert!(total <= crate::plan::pair_outputs(len, nb, level + 1));
+            let positions = crate::plan::pair_outputs(len, nb, level);
+            let threads = crate::plan::pair_threads(positions, 1);
+            (k, p) = pair_level::<C>(&k, &p, &cnt, &begin, key_base, &starts, total, threads);
+            (cnt, begin) = (half, starts);
+        }
+        assert!(
+            k.iter().all(|&key| key != u32::MAX),
+            "a slot was left unwritten"
+        );
+        chain::<C>(
+            Some(&k),
+            1,
+            Entries::Coords(&p),
+            k.len(),
+            plan.span_affine,
+            buckets,
+        );
     }
 }
 
@@ -225,6 +421,21 @@ pub fn msm<C: MsmCurve>(
                 keys[pos] = key as u32;
                 vals[pos] = idx | if d < 0 { 1 << 31 } else { 0 };
             });
+            if plan.affine_levels > 0 {
+                let len = range.len();
+                pair_levels::<C>(
+                    &keys,
+                    &vals,
+                    bases,
+                    &hist,
+                    w_count,
+                    nb,
+                    len,
+                    plan,
+                    &mut buckets,
+                );
+                continue;
+            }
             chain::<C>(
                 Some(&keys),
                 1,
@@ -266,6 +477,7 @@ mod tests {
             xyzz_bytes: 192,
             sm_count: 1,
             allowance: 1 << 30,
+            affine_levels: 0,
         }
     }
 
@@ -330,6 +542,98 @@ mod tests {
         }
         check::<G1>(&with_identity, &random_scalars(n, 4), &p, "identity bases");
         check::<G1>(&bases, &vec![Scalar::ZERO; n], &p, "all zero");
+    }
+
+    fn with_levels(p: &Plan, levels: u32) -> Plan {
+        let mut p = *p;
+        p.affine_levels = levels;
+        p
+    }
+
+    #[test]
+    fn pair_levels_match_reference_on_random_and_edge_inputs() {
+        let n = 2000;
+        let bases = random_bases::<G1>(n, 11);
+        let p = plan(n, 6, 1 << 30, true);
+        // A pair of each base with its negation, the same scalar on both: every pair cancels.
+        let mut opposite = bases.clone();
+        for i in (1..n).step_by(2) {
+            opposite[i] = (-opposite[i - 1].to_curve()).into();
+        }
+        let mut with_identity = bases.clone();
+        for i in (0..n).step_by(3) {
+            with_identity[i] = PrimeCurveAffine::identity();
+        }
+        let same = vec![bases[0]; n];
+        for levels in [1, 2, 3, 6, crate::plan::MAX_AFFINE_LEVELS] {
+            let q = with_levels(&p, levels);
+            check::<G1>(&bases, &random_scalars(n, 12), &q, "random");
+            check::<G1>(&bases, &vec![Scalar::ONE; n], &q, "all ones");
+            // Equal points in every bucket: every pair doubles.
+            check::<G1>(&same, &vec![-Scalar::ONE; n], &q, "r - 1 on one base");
+            check::<G1>(&opposite, &vec![Scalar::from(77u64); n], &q, "P and -P");
+            check::<G1>(&with_identity, &random_scalars(n, 13), &q, "identity bases");
+            check::<G1>(&bases, &vec![Scalar::ZERO; n], &q, "all zero");
+            check::<G1>(&bases, &sparse_scalars(n, 0.3, 0.3, 14), &q, "sparse");
+        }
+        for (n, bits) in [(1, 4), (2, 5), (3, 8), (100, 4), (1000, 7)] {
+            let bases = random_bases::<G1>(n, n as u64);
+            let q = with_levels(&plan(n, bits, 1 << 30, true), 2);
+            check::<G1>(
+                &bases,
+                &random_scalars(n, 3 + n as u64),
+                &q,
+                &format!("n {n}"),
+            );
+        }
+    }
+
+    #[test]
+    fn pair_level_threads_each_batch_their_own_pairs() {
+        // One window of 5 buckets with counts 0, 1, 2, 7, 4 (odd and even, a run of one, an
+        // empty bucket), keys from 40: any number of threads gives every bucket its sum.
+        let cnt = [0u32, 1, 2, 7, 4];
+        let m: usize = cnt.iter().map(|&c| c as usize).sum();
+        let bases = random_bases::<G1>(m, 21);
+        let mut coords: Vec<Coords<G1>> = bases.iter().map(|b| G1::coords(b).unwrap()).collect();
+        // Bucket 3 holds entries 3..10, paired (3, 4), (5, 6), (7, 8), and 9 alone; bucket 4
+        // entries 10..14. A doubling, a cancellation, an identity on either side.
+        let id = (<G1 as MsmCurve>::Base::ZERO, <G1 as MsmCurve>::Base::ZERO);
+        coords[4] = coords[3];
+        coords[6] = (coords[5].0, -coords[5].1);
+        coords[8] = id;
+        coords[10] = id;
+        let kinds: Vec<PairKind> = [3, 5, 7, 10, 12]
+            .iter()
+            .map(|&i| classify(&coords[i], &coords[i + 1]).0)
+            .collect();
+        use PairKind::*;
+        assert_eq!(kinds, [Double, Cancel, TakeP, TakeQ, Add]);
+        let mut keys = Vec::new();
+        let mut begin = Vec::new();
+        for (b, &c) in cnt.iter().enumerate() {
+            begin.push(keys.len());
+            keys.extend(std::iter::repeat_n(40 + b as u32, c as usize));
+        }
+        let (_, starts, total) = halved_starts(&cnt);
+        let want: Vec<_> = (0..cnt.len())
+            .map(|b| {
+                (begin[b]..begin[b] + cnt[b] as usize)
+                    .map(|i| to_point::<G1>(&coords[i]))
+                    .sum::<<G1 as MsmCurve>::Projective>()
+            })
+            .collect();
+        for threads in [1, 2, 3, 5, 8, 20] {
+            let (k, p) =
+                pair_level::<G1>(&keys, &coords, &cnt, &begin, 40, &starts, total, threads);
+            assert_eq!(k.len(), total);
+            for b in 0..cnt.len() {
+                let outs = starts[b]..starts[b] + cnt[b].div_ceil(2) as usize;
+                assert!(k[outs.clone()].iter().all(|&key| key == 40 + b as u32));
+                let got: <G1 as MsmCurve>::Projective = outs.map(|s| to_point::<G1>(&p[s])).sum();
+                assert_eq!(got, want[b], "bucket {b}, {threads} threads");
+            }
+        }
     }
 
     #[test]

@@ -36,6 +36,15 @@ pub const SCAN_TILE: usize = 4096;
 /// Entries per thread in the reduction levels over partial sums.
 pub const SPAN_XYZZ: u32 = 8;
 
+/// Most batch-affine pair levels a plan runs: each halves every bucket, so 20 take buckets of
+/// up to 2^20 entries to one.
+pub const MAX_AFFINE_LEVELS: u32 = 20;
+
+/// Entries each thread of a pair level visits (about half of them start a pair), unless the
+/// level has too few to keep the device busy: one field inversion (about 570 multiplications)
+/// is shared by a thread's pairs, so short batches would spend more on it than they save.
+pub const PAIR_POSITIONS: usize = 512;
+
 /// The window width for an MSM of `n` points with XYZZ points of `xyzz_bytes` (192 for G1,
 /// 384 for G2), from sweeps on the H200 (docs/perf.md).
 ///
@@ -79,6 +88,9 @@ pub struct PlanInput {
     pub sm_count: u32,
     /// Device bytes the call may use.
     pub allowance: usize,
+    /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels
+    /// (G1; the engine asks for none in G2). A plan that cannot fit them runs none.
+    pub affine_levels: u32,
 }
 
 /// How one MSM runs on the device.
@@ -100,6 +112,9 @@ pub struct Plan {
     pub span_affine: u32,
     /// log2 of buckets per thread when summing the buckets of a window.
     pub seg_log: u32,
+    /// Batch-affine pair levels on each window's entries (`PlanInput::affine_levels` when
+    /// they fit the allowance, else 0).
+    pub affine_levels: u32,
     /// Capacities of every work buffer.
     pub sizes: Sizes,
 }
@@ -129,6 +144,13 @@ pub struct Sizes {
     pub segment_points: usize,
     /// Window sums (all windows) plus the sum of the bases whose scalar is one.
     pub result_points: usize,
+    /// Keyed affine points written by the first, third, ... pair level of a window.
+    pub affine_a: usize,
+    /// Keyed affine points written by the second, fourth, ... pair level of a window.
+    pub affine_b: usize,
+    /// Buckets of one window whose per-level counts and starts the pair levels keep (two of
+    /// each, alternately), 0 without pair levels.
+    pub window_buckets: usize,
 }
 
 impl Sizes {
@@ -137,7 +159,19 @@ impl Sizes {
         let u32s = self.index * 2 + self.hist * 2 + 1 + self.tiles + self.pairs * 2 + 4;
         let partial = (self.partial_a + self.partial_b) * (4 + xyzz);
         let points = self.bucket_points + self.segment_points + self.result_points;
-        (self.staging + self.canon) * SCALAR_BYTES + u32s * 4 + partial + points * xyzz
+        // An affine point is half an XYZZ one; each carries its key. Counts and starts: two
+        // arrays of each, the starts one longer.
+        let affine = (self.affine_a + self.affine_b) * (4 + xyzz / 2);
+        let counts = if self.window_buckets > 0 {
+            4 * self.window_buckets + 2
+        } else {
+            0
+        };
+        (self.staging + self.canon) * SCALAR_BYTES
+            + (u32s + counts) * 4
+            + partial
+            + points * xyzz
+            + affine
     }
 
     /// Whether every buffer of `self` holds at least what `need` asks for.
@@ -153,6 +187,9 @@ impl Sizes {
             && self.bucket_points >= need.bucket_points
             && self.segment_points >= need.segment_points
             && self.result_points >= need.result_points
+            && self.affine_a >= need.affine_a
+            && self.affine_b >= need.affine_b
+            && self.window_buckets >= need.window_buckets
     }
 
     /// The larger of each buffer of two plans: a workspace that serves both.
@@ -169,6 +206,9 @@ impl Sizes {
             bucket_points: self.bucket_points.max(o.bucket_points),
             segment_points: self.segment_points.max(o.segment_points),
             result_points: self.result_points.max(o.result_points),
+            affine_a: self.affine_a.max(o.affine_a),
+            affine_b: self.affine_b.max(o.affine_b),
+            window_buckets: self.window_buckets.max(o.window_buckets),
         }
     }
 }
@@ -178,13 +218,61 @@ pub fn level_outputs(m: usize, span: u32) -> usize {
     2 * m.div_ceil(span as usize)
 }
 
+/// Entries a pair level can leave of a window with at most `m` entries in `nb` buckets, after
+/// `level` levels (1 = after the first): each bucket keeps ceil(count / 2), so the total is at
+/// most (m_prev + nb) / 2 per level.
+pub fn pair_outputs(m: usize, nb: usize, level: u32) -> usize {
+    let mut out = m;
+    for _ in 0..level {
+        out = (out + nb).div_ceil(2);
+    }
+    out.min(m.max(1))
+}
+
+/// Threads of a pair level over at most `positions` entries on `sm_count` SMs: about
+/// [`PAIR_POSITIONS`] entries each, at most 512 resident-sized threads per SM.
+pub fn pair_threads(positions: usize, sm_count: u32) -> usize {
+    positions
+        .div_ceil(PAIR_POSITIONS)
+        .clamp(1, sm_count.max(1) as usize * 512)
+}
+
 fn floor_log2(x: usize) -> u32 {
     usize::BITS - 1 - x.max(1).leading_zeros()
 }
 
 impl Plan {
-    /// The plan with the largest chunk and pass that fit `input.allowance`.
+    /// The plan with the largest chunk and pass that fit `input.allowance`. Pair levels are
+    /// kept only where they fit without cutting the MSM into more pieces (a narrower window,
+    /// fewer windows per pass, a smaller chunk) than it takes without them.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
+        if input.affine_levels > MAX_AFFINE_LEVELS {
+            return Err(MsmError::BadAffineLevels {
+                levels: input.affine_levels,
+                max: MAX_AFFINE_LEVELS,
+            });
+        }
+        let plain = Self::fit(&PlanInput {
+            affine_levels: 0,
+            ..*input
+        })?;
+        if input.affine_levels == 0 {
+            return Ok(plain);
+        }
+        match Self::fit(input) {
+            Ok(p)
+                if (p.bits, p.pass_windows, p.chunk)
+                    == (plain.bits, plain.pass_windows, plain.chunk) =>
+            {
+                Ok(p)
+            }
+            _ => Ok(plain),
+        }
+    }
+
+    /// The plan with the largest chunk and pass that fit `input.allowance`, with the pair
+    /// levels it asks for.
+    fn fit(input: &PlanInput) -> Result<Plan, MsmError> {
         if input.n > MAX_POINTS {
             return Err(MsmError::TooLarge {
                 len: input.n,
@@ -262,6 +350,8 @@ impl Plan {
             .max(level_outputs(segments, SPAN_XYZZ));
         let second = level_outputs(first, SPAN_XYZZ);
         let piece = chunk.min(PIECE);
+        let levels = input.affine_levels;
+        let nb = buckets as usize;
         let sizes = Sizes {
             staging: if input.staged { 2 * piece } else { 0 },
             canon: chunk,
@@ -274,6 +364,17 @@ impl Plan {
             bucket_points: hist,
             segment_points: segments,
             result_points: window_count(bits) as usize + 1,
+            affine_a: if levels >= 1 {
+                pair_outputs(chunk, nb, 1)
+            } else {
+                0
+            },
+            affine_b: if levels >= 2 {
+                pair_outputs(chunk, nb, 2)
+            } else {
+                0
+            },
+            window_buckets: if levels >= 1 { nb } else { 0 },
         };
         Plan {
             bits,
@@ -284,6 +385,7 @@ impl Plan {
             piece,
             span_affine,
             seg_log,
+            affine_levels: levels,
             sizes,
         }
     }
@@ -441,6 +543,7 @@ mod tests {
             xyzz_bytes: 192,
             sm_count: 132,
             allowance,
+            affine_levels: 0,
         }
     }
 
@@ -533,6 +636,75 @@ mod tests {
             };
             assert!(2 * threads <= cap);
         }
+    }
+
+    #[test]
+    fn pair_levels_fit_beside_the_plan_or_are_dropped() {
+        let levels = |n: usize, allowance: usize, l: u32| {
+            Plan::new(&PlanInput {
+                affine_levels: l,
+                ..input(n, allowance)
+            })
+        };
+        let roomy = levels(1 << 26, 100 << 30, 3).unwrap();
+        let plain = levels(1 << 26, 100 << 30, 0).unwrap();
+        assert_eq!(roomy.affine_levels, 3);
+        assert_eq!((roomy.bits, roomy.chunk), (plain.bits, plain.chunk));
+        let nb = roomy.buckets as usize;
+        assert_eq!(roomy.sizes.affine_a, ((1 << 26) + nb) / 2);
+        assert_eq!(roomy.sizes.affine_b, pair_outputs(1 << 26, nb, 2));
+        assert_eq!(roomy.sizes.window_buckets, nb);
+        let extra = roomy.bytes(192) - plain.bytes(192);
+        assert_eq!(
+            extra,
+            (roomy.sizes.affine_a + roomy.sizes.affine_b) * 100 + (4 * nb + 2) * 4
+        );
+        assert_eq!(plain.sizes.affine_a + plain.sizes.window_buckets, 0);
+        // One level needs no second buffer.
+        assert_eq!(levels(1 << 20, 1 << 30, 1).unwrap().sizes.affine_b, 0);
+        // Where the levels would cut the MSM into more pieces, the plan runs without them.
+        let tight = plain.bytes(192) + 1000;
+        let dropped = levels(1 << 26, tight, 3).unwrap();
+        assert_eq!(dropped.affine_levels, 0);
+        assert_eq!(dropped, levels(1 << 26, tight, 0).unwrap());
+        assert!(matches!(
+            levels(1000, 1 << 30, MAX_AFFINE_LEVELS + 1),
+            Err(MsmError::BadAffineLevels {
+                levels: 21,
+                max: 20
+            })
+        ));
+    }
+
+    #[test]
+    fn pair_outputs_bound_every_level() {
+        for (m, nb) in [
+            (0usize, 1usize),
+            (1, 1),
+            (7, 3),
+            (1000, 16),
+            (1 << 20, 1 << 13),
+        ] {
+            for level in 0..25 {
+                let bound = pair_outputs(m, nb, level);
+                assert!(bound <= m.max(1));
+                // The worst case: every bucket odd, as many nonempty as can be.
+                let mut counts: Vec<usize> = vec![0; nb];
+                for i in 0..m {
+                    counts[i % nb] += 1;
+                }
+                for _ in 0..level {
+                    counts.iter_mut().for_each(|c| *c = c.div_ceil(2));
+                }
+                assert!(
+                    counts.iter().sum::<usize>() <= bound,
+                    "m {m} nb {nb} level {level}"
+                );
+            }
+        }
+        assert_eq!(pair_threads(1 << 26, 132), 132 * 512);
+        assert_eq!(pair_threads(1 << 20, 132), (1 << 20) / PAIR_POSITIONS);
+        assert_eq!(pair_threads(0, 132), 1);
     }
 
     #[test]

@@ -102,6 +102,7 @@ mod tests {
             xyzz_bytes,
             sm_count: 132,
             allowance,
+            affine_levels: 0,
         }
     }
 

@@ -345,6 +345,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
         sm_count: g.device.info().sm_count,
         allowance: 0,
+        affine_levels: 0,
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
         let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
@@ -652,6 +653,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
         sm_count: g.device.info().sm_count,
         allowance: 0,
+        affine_levels: 0,
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of
     // scalars take, so the batch must stage them.

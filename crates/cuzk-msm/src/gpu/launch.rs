@@ -51,6 +51,14 @@ struct LevelParams {
 const LEVEL_KEYS: u32 = 1;
 const LEVEL_M_FROM_PTR: u32 = 2;
 
+/// Mirrors `PairParams` in kernels/msm/pairs.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct PairParams {
+    nb: u32,
+    key_base: u32,
+}
+
 /// The curve kernels of one group.
 #[derive(Clone, Debug)]
 pub(super) struct CurveKernels {
@@ -58,6 +66,15 @@ pub(super) struct CurveKernels {
     level_xyzz: Kernel,
     bucket_sums: Kernel,
     gen_points: Kernel,
+    /// The batch-affine pair levels and the level over their keyed affine points (G1 only).
+    pairs: Option<PairKernels>,
+}
+
+#[derive(Clone, Debug)]
+struct PairKernels {
+    sorted: Kernel,
+    keyed: Kernel,
+    level_points: Kernel,
 }
 
 /// The kernels of the image this engine launches, looked up once.
@@ -69,10 +86,13 @@ pub(super) struct Kernels {
     scan_tiles: Kernel,
     scan_sums: Kernel,
     scan_add: Kernel,
+    halve_counts: Kernel,
     g1: CurveKernels,
     g2: CurveKernels,
     /// Blocks of grid-stride launches: a few waves over the SMs.
     max_grid: u32,
+    /// The device's streaming multiprocessors.
+    sm_count: u32,
 }
 
 impl Kernels {
@@ -84,6 +104,15 @@ impl Kernels {
                 level_xyzz: k(&format!("cuzk_msm_{g}_level_xyzz"))?,
                 bucket_sums: k(&format!("cuzk_msm_{g}_bucket_sums"))?,
                 gen_points: k(&format!("cuzk_curve_{g}_gen_points"))?,
+                pairs: if g == "g1" {
+                    Some(PairKernels {
+                        sorted: k("cuzk_msm_g1_pair_level_sorted")?,
+                        keyed: k("cuzk_msm_g1_pair_level_keyed")?,
+                        level_points: k("cuzk_msm_g1_level_points")?,
+                    })
+                } else {
+                    None
+                },
             })
         };
         Ok(Kernels {
@@ -93,9 +122,11 @@ impl Kernels {
             scan_tiles: k("cuzk_msm_scan_tiles")?,
             scan_sums: k("cuzk_msm_scan_sums")?,
             scan_add: k("cuzk_msm_scan_add")?,
+            halve_counts: k("cuzk_msm_halve_counts")?,
             g1: curve("g1")?,
             g2: curve("g2")?,
             max_grid: device.info().sm_count.max(1) * 16,
+            sm_count: device.info().sm_count.max(1),
         })
     }
 
@@ -345,6 +376,11 @@ pub(super) enum FirstLevel<'a, C: MsmCurve> {
         key_div: u32,
         pts: &'a DeviceBuffer<C::XyzzRepr>,
     },
+    /// Affine points with keys `keys[i]`: what the pair levels left (G1 only).
+    Points {
+        keys: &'a DeviceBuffer<u32>,
+        pts: &'a DeviceBuffer<C::AffineRepr>,
+    },
 }
 
 /// How many entries the first level reads: a device counter or a known number.
@@ -480,6 +516,41 @@ pub(super) fn reduce<C: MsmCurve>(
                     .launch(cfg)
             }?;
         }
+        FirstLevel::Points { keys, pts } => {
+            let p = LevelParams {
+                m_value,
+                span,
+                key_div: 1,
+                flags: m_flag | LEVEL_KEYS,
+                stride: 1,
+            };
+            assert!(keys.len() >= m_max && pts.len() >= m_max);
+            let kernel = &ck
+                .pairs
+                .as_ref()
+                .expect("pair levels run in G1 only")
+                .level_points;
+            // SAFETY: `cuzk_msm_g1_level_points(const uint32_t* keys, const affine_t<fp_t>*
+            // pts, const uint32_t* m_in, LevelParams p, xyzz_t<fp_t>* buckets, uint32_t*
+            // out_keys, xyzz_t<fp_t>* out_pts, uint32_t* m_out)`, only in G1 (the kernel
+            // exists in G1 only), whose `AffineRepr` is affine_t<fp_t>. It reads keys and pts
+            // below m ≤ m_max ≤ both lengths (checked above); the keys are the pair levels'
+            // copies of sorted keys of this pass, so below buckets.len(); outputs and grid as
+            // above.
+            unsafe {
+                stream
+                    .launch(kernel)
+                    .buf(keys)
+                    .buf(pts)
+                    .view(m_in)
+                    .arg(&p)
+                    .view_mut(buckets)
+                    .buf_mut(keys_a)
+                    .buf_mut(pts_a)
+                    .buf_mut(m_a)
+                    .launch(cfg)
+            }?;
+        }
     }
     for (i, &t) in levels.iter().enumerate().skip(1) {
         let p = LevelParams {
@@ -562,5 +633,132 @@ pub(super) fn bucket_sums<C: MsmCurve>(
             .buf_mut(out)
             .launch(threads(segments * lanes::<C>(), CURVE_BLOCK))
     }?;
+    Ok(())
+}
+
+/// `out[b] = ceil(input[b] / 2)` for every bucket of `input`: a window's counts after a pair
+/// level.
+pub(super) fn halve_counts(
+    stream: &Stream,
+    k: &Kernels,
+    input: &DeviceView<'_, u32>,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<(), MsmError> {
+    let n = input.len();
+    assert!(out.len() >= n);
+    let n32 = u32_len(n);
+    // SAFETY: `cuzk_msm_halve_counts(const uint32_t* in, uint32_t n, uint32_t* out)` reads
+    // in[0..n) (the view's length) and writes out[0..n) (checked above); grid-stride.
+    unsafe {
+        stream
+            .launch(&k.halve_counts)
+            .view(input)
+            .arg(&n32)
+            .buf_mut(out)
+            .launch(k.stride(n, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// Where a pair level reads a window's entries.
+pub(super) enum PairInput<'a, C: MsmCurve> {
+    /// The sort's interleaved (key, base index | sign) pairs, bucket b's `cnt[b]` of them
+    /// ending at `start[b]` (the scatter's cursors).
+    Sorted {
+        pairs: &'a DeviceBuffer<u32>,
+        bases: &'a DeviceBuffer<C::AffineRepr>,
+    },
+    /// Keys and affine points of the level before, bucket b's from `start[b]`.
+    Keyed {
+        keys: &'a DeviceBuffer<u32>,
+        pts: &'a DeviceBuffer<C::AffineRepr>,
+    },
+}
+
+/// One batch-affine pair level over the `cnt.len()` buckets of one window (keys from
+/// `key_base`): bucket b's sums go to `out_keys`/`out_pts` from `out_start[b]`, the exclusive
+/// scan of the halved counts. `positions`: the most entries the window can hold at this level
+/// (sizes the grid with `plan::pair_threads`).
+#[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
+pub(super) fn pair_level<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    input: PairInput<'_, C>,
+    cnt: &DeviceView<'_, u32>,
+    start: &DeviceView<'_, u32>,
+    key_base: u32,
+    out_start: &DeviceBuffer<u32>,
+    out_keys: &mut DeviceBuffer<u32>,
+    out_pts: &mut DeviceBuffer<C::AffineRepr>,
+    positions: usize,
+) -> Result<(), MsmError> {
+    let nb = cnt.len();
+    assert!(nb >= 1 && start.len() >= nb && out_start.len() >= nb);
+    let outputs = crate::plan::pair_outputs(positions, nb, 1);
+    assert!(out_keys.len() >= outputs && out_pts.len() >= outputs);
+    let p = PairParams {
+        nb: u32_len(nb),
+        key_base,
+    };
+    let kernels = k
+        .curve::<C>()
+        .pairs
+        .as_ref()
+        .expect("pair levels run in G1 only");
+    let cfg = threads(
+        crate::plan::pair_threads(positions, k.sm_count),
+        CURVE_BLOCK,
+    );
+    match input {
+        PairInput::Sorted { pairs, bases } => {
+            assert!(pairs.len() >= 2 * positions);
+            // SAFETY: `cuzk_msm_g1_pair_level_sorted(const uint32_t* pairs, const
+            // affine_t<fp_t>* bases, const uint32_t* cnt, const uint32_t* cursor, PairParams
+            // p, const uint32_t* out_start, uint32_t* out_keys, affine_t<fp_t>* out_pts)`, in
+            // G1 only (`AffineRepr` is affine_t<fp_t>). It reads cnt, cursor and out_start
+            // below p.nb (checked above); the window's entries lie between cursor[0] − cnt[0]
+            // and cursor[nb − 1], a range of the chunk's sorted pairs, which the sort wrote and
+            // which holds at most `positions` (the chunk's points, one digit per window) pairs
+            // (checked above); base indices come from this MSM's points. Bucket b writes
+            // ceil(cnt[b] / 2) slots from out_start[b], the scan of those counts, so below
+            // their sum, at most `pair_outputs(positions, nb, 1)`, which both outputs hold
+            // (checked above). Each slot has one writer.
+            unsafe {
+                stream
+                    .launch(&kernels.sorted)
+                    .buf(pairs)
+                    .buf(bases)
+                    .view(cnt)
+                    .view(start)
+                    .arg(&p)
+                    .buf(out_start)
+                    .buf_mut(out_keys)
+                    .buf_mut(out_pts)
+                    .launch(cfg)
+            }?;
+        }
+        PairInput::Keyed { keys, pts } => {
+            assert!(keys.len() >= positions && pts.len() >= positions);
+            // SAFETY: `cuzk_msm_g1_pair_level_keyed(const uint32_t* keys, const
+            // affine_t<fp_t>* pts, const uint32_t* cnt, const uint32_t* start, PairParams p,
+            // const uint32_t* out_start, uint32_t* out_keys, affine_t<fp_t>* out_pts)`, G1 as
+            // above. The window's entries are [0, start[nb − 1] + cnt[nb − 1]), what the level
+            // before wrote, at most `positions` ≤ both input lengths (checked above); writes
+            // as above. Inputs and outputs are different buffers.
+            unsafe {
+                stream
+                    .launch(&kernels.keyed)
+                    .buf(keys)
+                    .buf(pts)
+                    .view(cnt)
+                    .view(start)
+                    .arg(&p)
+                    .buf(out_start)
+                    .buf_mut(out_keys)
+                    .buf_mut(out_pts)
+                    .launch(cfg)
+            }?;
+        }
+    }
     Ok(())
 }

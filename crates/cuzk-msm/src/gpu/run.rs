@@ -3,7 +3,7 @@
 //! pipelined MSMs hand their window sums to the host.
 
 use super::launch::{self, Count, DigitParams, FirstLevel, DIGITS_INDEXED};
-use super::workspace::Workspace;
+use super::workspace::{AffineLevels, Workspace};
 use super::{CallInfo, MsmEngine, Source};
 use crate::curve::MsmCurve;
 use crate::plan::{Plan, SPAN_ONES, SPAN_XYZZ};
@@ -183,6 +183,10 @@ impl MsmEngine {
                     &mut ws.pairs,
                 )?;
                 mark(profile, 5)?;
+                if plan.affine_levels > 0 {
+                    self.pair_levels::<C>(stream, bases, plan, w_count, len, ws)?;
+                    continue;
+                }
                 let mut buckets = ws.buckets.slice_mut(..pass_buckets);
                 launch::reduce::<C>(
                     stream,
@@ -232,6 +236,100 @@ impl MsmEngine {
             )?;
         }
         mark(profile, 7)
+    }
+}
+
+impl MsmEngine {
+    /// The bucket accumulation of one chunk with pair levels: for each window of the pass,
+    /// `plan.affine_levels` batch-affine pair levels over its sorted entries (each halving
+    /// every bucket), then the segmented reduction over what they leave. `len`: the chunk's
+    /// points, the most entries a window can hold.
+    fn pair_levels<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        bases: &DeviceBuffer<C::AffineRepr>,
+        plan: &Plan,
+        w_count: u32,
+        len: usize,
+        ws: &mut Workspace<C>,
+    ) -> Result<(), MsmError> {
+        let k = &self.kernels;
+        let nb = plan.buckets as usize;
+        let levels = plan.affine_levels;
+        for w in 0..w_count as usize {
+            let key_base = (w * nb) as u32;
+            let window = w * nb..(w + 1) * nb;
+            let AffineLevels {
+                keys,
+                pts,
+                cnt,
+                start,
+            } = &mut ws.affine;
+            for level in 0..levels {
+                // Level l writes buffer set l % 2, reading the sort (l = 0) or the other set.
+                let dst = (level % 2) as usize;
+                let [cnt_0, cnt_1] = cnt;
+                let (cnt_dst, cnt_src) = if dst == 0 {
+                    (&mut *cnt_0, &*cnt_1)
+                } else {
+                    (&mut *cnt_1, &*cnt_0)
+                };
+                let in_cnt = if level == 0 {
+                    ws.hist.slice(window.clone())
+                } else {
+                    cnt_src.slice(..nb)
+                };
+                launch::halve_counts(stream, k, &in_cnt, cnt_dst)?;
+                let [start_0, start_1] = start;
+                let (start_dst, start_src) = if dst == 0 {
+                    (&mut *start_0, &*start_1)
+                } else {
+                    (&mut *start_1, &*start_0)
+                };
+                launch::scan(stream, k, &cnt_dst.slice(..nb), start_dst, &mut ws.tiles)?;
+                let [keys_0, keys_1] = keys;
+                let [pts_0, pts_1] = pts;
+                let (keys_dst, keys_src, pts_dst, pts_src) = if dst == 0 {
+                    (&mut *keys_0, &*keys_1, &mut *pts_0, &*pts_1)
+                } else {
+                    (&mut *keys_1, &*keys_0, &mut *pts_1, &*pts_0)
+                };
+                let positions = crate::plan::pair_outputs(len, nb, level);
+                let (input, in_start) = if level == 0 {
+                    let input = launch::PairInput::Sorted {
+                        pairs: &ws.pairs,
+                        bases,
+                    };
+                    (input, ws.offsets.slice(window.clone()))
+                } else {
+                    let input = launch::PairInput::Keyed {
+                        keys: keys_src,
+                        pts: pts_src,
+                    };
+                    (input, start_src.slice(..nb))
+                };
+                launch::pair_level::<C>(
+                    stream, k, input, &in_cnt, &in_start, key_base, start_dst, keys_dst, pts_dst,
+                    positions,
+                )?;
+            }
+            let last = ((levels - 1) % 2) as usize;
+            let mut buckets = ws.buckets.slice_mut(..w_count as usize * nb);
+            launch::reduce::<C>(
+                stream,
+                k,
+                FirstLevel::Points {
+                    keys: &ws.affine.keys[last],
+                    pts: &ws.affine.pts[last],
+                },
+                Count::Device(ws.affine.start[last].slice(nb..nb + 1)),
+                crate::plan::pair_outputs(len, nb, levels),
+                plan.span_affine,
+                &mut ws.parts,
+                &mut buckets,
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -30,6 +30,19 @@ pub(super) struct Workspace<C: MsmCurve> {
     pub segments: DeviceBuffer<C::XyzzRepr>,
     /// Window sums of every window, then the sum of the bases whose scalar is one.
     pub results: DeviceBuffer<C::XyzzRepr>,
+    /// The batch-affine pair levels' buffers.
+    pub affine: AffineLevels<C>,
+}
+
+/// What the pair levels of one window write, alternately in the first and the second of each
+/// pair of buffers: keys and affine points, the window's bucket counts, and their exclusive
+/// scans (one longer: the total ends each).
+#[derive(Debug)]
+pub(super) struct AffineLevels<C: MsmCurve> {
+    pub keys: [DeviceBuffer<u32>; 2],
+    pub pts: [DeviceBuffer<C::AffineRepr>; 2],
+    pub cnt: [DeviceBuffer<u32>; 2],
+    pub start: [DeviceBuffer<u32>; 2],
 }
 
 /// An allocation of at least one element: launches need a valid pointer even when unused.
@@ -66,6 +79,24 @@ impl<C: MsmCurve> Workspace<C> {
             buckets: alloc(stream, sizes.bucket_points)?,
             segments: alloc(stream, sizes.segment_points)?,
             results: alloc(stream, sizes.result_points)?,
+            affine: AffineLevels {
+                keys: [
+                    alloc(stream, sizes.affine_a)?,
+                    alloc(stream, sizes.affine_b)?,
+                ],
+                pts: [
+                    alloc(stream, sizes.affine_a)?,
+                    alloc(stream, sizes.affine_b)?,
+                ],
+                cnt: [
+                    alloc(stream, sizes.window_buckets)?,
+                    alloc(stream, sizes.window_buckets)?,
+                ],
+                start: [
+                    alloc(stream, sizes.window_buckets + 1)?,
+                    alloc(stream, sizes.window_buckets + 1)?,
+                ],
+            },
         })
     }
 }
