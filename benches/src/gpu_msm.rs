@@ -52,6 +52,10 @@ pub struct Args {
     /// Also time every window width near the default at these G2 sizes (log2).
     #[arg(long, value_delimiter = ',')]
     sweep_g2: Vec<u32>,
+    /// Also time G1 at the --g1 sizes with these numbers of batch-affine pair levels
+    /// (comma-separated; `MsmConfig::affine_levels`), each checked like the default.
+    #[arg(long, value_delimiter = ',')]
+    affine_levels: Vec<u32>,
     /// Seed of the bases and scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -121,6 +125,7 @@ struct Ctx {
     engine: MsmEngine,
     seed: u64,
     runs: usize,
+    affine_levels: Vec<u32>,
 }
 
 impl Ctx {
@@ -173,6 +178,15 @@ impl Ctx {
         );
         for (phase, ms) in &info.phases {
             eprintln!("      {phase:<28} {ms:>9.3} ms");
+        }
+        if info.plan.affine_levels > 0 {
+            eprintln!("      with {} pair level(s)", info.plan.affine_levels);
+        }
+        if info.plan.affine_levels != cfg.affine_levels && C::NAME == "g1" {
+            eprintln!(
+                "      NOTE: {} pair level(s) asked for, the plan runs {} (VRAM)",
+                cfg.affine_levels, info.plan.affine_levels
+            );
         }
         Ok(t)
     }
@@ -256,6 +270,23 @@ impl Ctx {
                 target: target_ms(C::NAME, log_n),
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
+            if C::NAME != "g1" {
+                continue;
+            }
+            for &levels in &self.affine_levels {
+                let cfg = MsmConfig {
+                    affine_levels: levels,
+                    ..dense
+                };
+                let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
+                rows.push(Row {
+                    what: format!("G1 2^{log_n}, {levels} pair level(s)"),
+                    ours: t,
+                    sppark: sppark_ms(C::NAME, log_n),
+                    target: target_ms(C::NAME, log_n),
+                    floor: Some(floor_ms(C::NAME, log_n)),
+                });
+            }
         }
         Ok(())
     }
@@ -275,6 +306,7 @@ pub fn run(args: &Args) -> Result<()> {
         device,
         seed: args.seed,
         runs: args.runs,
+        affine_levels: args.affine_levels.clone(),
     };
     let max = args
         .g1

@@ -654,6 +654,14 @@ mod tests {
             let p = plan(n, 9, allowance, true);
             assert!(p.chunks(n) > 1 || p.passes() > 1, "{allowance}: {p:?}");
             check::<G1>(&bases, &scalars, &p, &format!("allowance {allowance}"));
+            // Pair levels after every chunk's sort add into buckets earlier chunks filled.
+            let q = with_levels(&p, 2);
+            check::<G1>(
+                &bases,
+                &scalars,
+                &q,
+                &format!("allowance {allowance}, levels"),
+            );
         }
     }
 }

@@ -91,6 +91,17 @@ fn upload<C: MsmCurve>(points: &[C::Affine]) -> Bases<C> {
 
 /// Checks every way of running an MSM against `want`.
 fn check<C: MsmCurve>(what: &str, bases: &Bases<C>, scalars: &[Scalar], want: &C::Projective) {
+    check_with(what, bases, scalars, want, &MsmConfig::default());
+}
+
+/// As [`check`], each way with `base`'s settings but its own split.
+fn check_with<C: MsmCurve>(
+    what: &str,
+    bases: &Bases<C>,
+    scalars: &[Scalar],
+    want: &C::Projective,
+    base: &MsmConfig,
+) {
     let reprs = to_reprs(scalars);
     let cases = [
         (Via::Pinned, Split::Auto),
@@ -100,7 +111,8 @@ fn check<C: MsmCurve>(what: &str, bases: &Bases<C>, scalars: &[Scalar], want: &C
         (Via::Device, Split::Always),
     ];
     for (via, split) in cases {
-        let got = run::<C>(bases, &reprs, via, &config(split))
+        let cfg = MsmConfig { split, ..*base };
+        let got = run::<C>(bases, &reprs, via, &cfg)
             .unwrap_or_else(|e| panic!("{} {what}: {via:?} {split:?}: {e}", C::NAME));
         assert_eq!(
             got.to_affine(),
@@ -215,26 +227,33 @@ fn gpu_g2_sizes_up_to_2_20() {
 }
 
 fn edge_cases<C: MsmCurve>(n: usize, seed: u64) {
+    edge_cases_with::<C>(n, seed, &MsmConfig::default());
+}
+
+fn edge_cases_with<C: MsmCurve>(n: usize, seed: u64, cfg: &MsmConfig) {
+    let check = |what: &str, bases: &Bases<C>, scalars: &[Scalar], want: &C::Projective| {
+        check_with::<C>(what, bases, scalars, want, cfg)
+    };
     let mut bases_host = random_bases::<C>(n, seed);
     let scalars = random_scalars(n, seed + 1);
     let bases = upload::<C>(&bases_host);
     let reference = |b: &[C::Affine], s: &[Scalar]| cpu::msm::<C>(b, s).unwrap();
 
-    check::<C>(
+    check(
         "all-zero scalars",
         &bases,
         &vec![Scalar::ZERO; n],
         &C::Projective::identity(),
     );
     let all_one = vec![Scalar::ONE; n];
-    check::<C>(
+    check(
         "all-one scalars",
         &bases,
         &all_one,
         &reference(&bases_host, &all_one),
     );
     let minus_one = vec![-Scalar::ONE; n];
-    check::<C>(
+    check(
         "scalar r - 1",
         &bases,
         &minus_one,
@@ -246,14 +265,14 @@ fn edge_cases<C: MsmCurve>(n: usize, seed: u64) {
         bases_host[i] = C::Affine::identity();
     }
     let with_identity = upload::<C>(&bases_host);
-    check::<C>(
+    check(
         "identity bases",
         &with_identity,
         &scalars,
         &reference(&bases_host, &scalars),
     );
     let only_identity = upload::<C>(&vec![C::Affine::identity(); n]);
-    check::<C>(
+    check(
         "only identity bases",
         &only_identity,
         &scalars,
@@ -267,14 +286,14 @@ fn edge_cases<C: MsmCurve>(n: usize, seed: u64) {
     for i in (0..n).step_by(2) {
         mixed[i] = -Scalar::ONE;
     }
-    check::<C>(
+    check(
         "repeated bases",
         &repeated,
         &mixed,
         &reference(&repeated_host, &mixed),
     );
     let same = vec![Scalar::from(12345u64); n];
-    check::<C>(
+    check(
         "repeated bases, one scalar",
         &repeated,
         &same,
@@ -287,6 +306,91 @@ fn edge_cases<C: MsmCurve>(n: usize, seed: u64) {
 fn gpu_edge_cases_g1_and_g2() {
     edge_cases::<G1>(4096 + 7, 40);
     edge_cases::<G2>(1500, 41);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_g1_affine_pair_levels_match_cpu() {
+    use cuzk_msm::plan::MAX_AFFINE_LEVELS;
+    let g = gpu();
+    for levels in [1, 2, 3, MAX_AFFINE_LEVELS] {
+        let cfg = MsmConfig {
+            affine_levels: levels,
+            ..MsmConfig::default()
+        };
+        edge_cases_with::<G1>(4096 + 7, 140 + levels as u64, &cfg);
+        for n in [1usize, 2, 3, 100, 3000, (1 << 16) + 3] {
+            let bases_host = random_bases::<G1>(n, 150 + n as u64);
+            let bases = upload::<G1>(&bases_host);
+            let scalars = random_scalars(n, 151 + n as u64);
+            let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
+            check_with::<G1>(&format!("levels {levels}"), &bases, &scalars, &want, &cfg);
+            let sparse = sparse_scalars(n, 0.3, 0.3, 152);
+            let want = cpu::msm::<G1>(&bases_host, &sparse).unwrap();
+            check_with::<G1>(
+                &format!("levels {levels} sparse"),
+                &bases,
+                &sparse,
+                &want,
+                &cfg,
+            );
+        }
+        // Each base beside its negation with one scalar: every first-level pair cancels.
+        let n = 5000;
+        let mut opposite = random_bases::<G1>(n, 160);
+        for i in (1..n).step_by(2) {
+            opposite[i] = (-opposite[i - 1].to_curve()).to_affine();
+        }
+        let same = vec![Scalar::from(77u64); n];
+        check_with::<G1>(
+            &format!("levels {levels}, P beside -P"),
+            &upload::<G1>(&opposite),
+            &same,
+            &cpu::msm::<G1>(&opposite, &same).unwrap(),
+            &cfg,
+        );
+        // The plan runs the levels (roomy allowance), and G2 ignores them.
+        let bases = upload::<G1>(&random_bases::<G1>(1000, 161));
+        let reprs = to_reprs(&random_scalars(1000, 162));
+        let (_, info) = g
+            .engine
+            .msm_with(&g.stream, &bases, Scalars::Host(&reprs), &cfg)
+            .unwrap();
+        assert_eq!(info.plan.affine_levels, levels);
+        let g2_host = random_bases::<G2>(700, 163);
+        let g2_scalars = random_scalars(700, 164);
+        let (got, info) = g
+            .engine
+            .msm_with(
+                &g.stream,
+                &upload::<G2>(&g2_host),
+                Scalars::Host(&to_reprs(&g2_scalars)),
+                &cfg,
+            )
+            .unwrap();
+        assert_eq!(info.plan.affine_levels, 0);
+        assert_eq!(got, cpu::msm::<G2>(&g2_host, &g2_scalars).unwrap());
+    }
+    // Large sizes: many threads, each with a long batch; checked in linear time.
+    for (n, levels) in [((1 << 22) + 5, 2), (1 << 24, 3)] {
+        let seed = 170 + levels as u64;
+        let bases = g.engine.generate_bases::<G1>(&g.stream, n, seed).unwrap();
+        let cfg = MsmConfig {
+            affine_levels: levels,
+            ..MsmConfig::default()
+        };
+        for (i, scalars) in [
+            random_scalars(n, seed + 1),
+            sparse_scalars(n, 0.3, 0.3, seed + 2),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let want = generated_msm::<G1>(&scalars, seed, GEN_POINTS_PER_THREAD);
+            let got = run::<G1>(&bases, &to_reprs(&scalars), Via::Pinned, &cfg).unwrap();
+            assert_eq!(got, want, "levels {levels}, n = {n}, set {i}");
+        }
+    }
 }
 
 #[test]
