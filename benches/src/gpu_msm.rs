@@ -52,7 +52,7 @@ pub struct Args {
     /// Also time every window width near the default at these G2 sizes (log2).
     #[arg(long, value_delimiter = ',')]
     sweep_g2: Vec<u32>,
-    /// Also time G1 at the --g1 sizes with these numbers of batch-affine pair levels
+    /// Also time every --g1 and --g2 size with these numbers of batch-affine pair levels
     /// (comma-separated; `MsmConfig::affine_levels`), each checked like the default.
     #[arg(long, value_delimiter = ',')]
     affine_levels: Vec<u32>,
@@ -182,7 +182,7 @@ impl Ctx {
         if info.plan.affine_levels > 0 {
             eprintln!("      with {} pair level(s)", info.plan.affine_levels);
         }
-        if info.plan.affine_levels != cfg.affine_levels && C::NAME == "g1" {
+        if info.plan.affine_levels != cfg.affine_levels {
             eprintln!(
                 "      NOTE: {} pair level(s) asked for, the plan runs {} (VRAM)",
                 cfg.affine_levels, info.plan.affine_levels
@@ -270,9 +270,6 @@ impl Ctx {
                 target: target_ms(C::NAME, log_n),
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
-            if C::NAME != "g1" {
-                continue;
-            }
             for &levels in &self.affine_levels {
                 let cfg = MsmConfig {
                     affine_levels: levels,
@@ -280,7 +277,10 @@ impl Ctx {
                 };
                 let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
                 rows.push(Row {
-                    what: format!("G1 2^{log_n}, {levels} pair level(s)"),
+                    what: format!(
+                        "{} 2^{log_n}, {levels} pair level(s)",
+                        C::NAME.to_uppercase()
+                    ),
                     ours: t,
                     sppark: sppark_ms(C::NAME, log_n),
                     target: target_ms(C::NAME, log_n),

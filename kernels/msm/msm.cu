@@ -1,9 +1,9 @@
 //! The curve half of the MSM, for G1 (fp_t, a thread per point) and G2 (fp2_lane_t, a pair of
 //! lanes per point): the exported kernels of the bucket accumulation (msm/level.cuh) and the
-//! per-window bucket sums (msm/bucket_sums.cuh), and for G1 the batch-affine pair levels
+//! per-window bucket sums (msm/bucket_sums.cuh), and the batch-affine pair levels
 //! (msm/pairs.cuh).
-//! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,bucket_sums},
-//! cuzk_msm_g1_{pair_level_sorted,pair_level_keyed,level_points}.
+//! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,bucket_sums,pair_level_sorted,
+//! pair_level_keyed,level_points}.
 #include "msm/bucket_sums.cuh"
 #include "msm/level.cuh"
 #include "msm/pairs.cuh"
@@ -60,32 +60,37 @@ CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128), level_inline)
 
 #undef CUZK_MSM_CURVE_KERNELS
 
-// The batch-affine pair levels (msm/pairs.cuh), G1 only. pair_level_sorted: the window's entries
-// are the sort's (key, value) pairs, bucket b's cnt[b] of them ending at cursor[b];
+// The batch-affine pair levels (msm/pairs.cuh). pair_level_sorted: the window's entries are
+// the sort's (key, value) pairs, bucket b's cnt[b] of them ending at cursor[b];
 // pair_level_keyed: keys[i] and pts[i], bucket b's from start[b]. Both: b < p.nb is
 // key − p.key_base, bucket b's outputs go to out_start[b] onwards (ceil(cnt[b] / 2) of them).
-// Grid-stride; each thread's pairs share one inversion, so the grid is sized for long batches.
-// level_points: as level_xyzz, over keyed affine points (identities skipped).
-extern "C" __global__ void __launch_bounds__(128)
-    cuzk_msm_g1_pair_level_sorted(const uint32_t* pairs, const affine_t<fp_t>* bases,
-                                  const uint32_t* cnt, const uint32_t* cursor, PairParams p,
-                                  const uint32_t* out_start, uint32_t* out_keys,
-                                  affine_t<fp_t>* out_pts) {
-    cuzk::msm::SortedEntries<fp_t> in{pairs, bases};
-    cuzk::msm::pair_level<fp_t>(in, cnt, cursor, p, out_start, out_keys, out_pts);
-}
-extern "C" __global__ void __launch_bounds__(128)
-    cuzk_msm_g1_pair_level_keyed(const uint32_t* keys, const affine_t<fp_t>* pts,
-                                 const uint32_t* cnt, const uint32_t* start, PairParams p,
-                                 const uint32_t* out_start, uint32_t* out_keys,
-                                 affine_t<fp_t>* out_pts) {
-    cuzk::msm::KeyedEntries<fp_t> in{keys, pts};
-    cuzk::msm::pair_level<fp_t>(in, cnt, start, p, out_start, out_keys, out_pts);
-}
-extern "C" __global__ void __launch_bounds__(128)
-    cuzk_msm_g1_level_points(const uint32_t* keys, const affine_t<fp_t>* pts,
-                             const uint32_t* m_in, LevelParams p, xyzz_t<fp_t>* buckets,
-                             uint32_t* out_keys, xyzz_t<fp_t>* out_pts, uint32_t* m_out) {
-    cuzk::msm::PointSource<fp_t> src{pts};
-    cuzk::msm::level<fp_t>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);
-}
+// A thread per point in both groups (F: fp_t or fp2_t), grid-stride; each thread's pairs share
+// one inversion, so the grid is sized for long batches. level_points: as level_xyzz, over keyed
+// affine points (identities skipped), with the groups' accumulation layout (LANE_F: G2 on lane
+// pairs).
+#define CUZK_MSM_PAIR_KERNELS(NAME, F, LANE_F, LEVEL)                                          \
+    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_pair_level_sorted(     \
+        const uint32_t* pairs, const affine_t<F>* bases, const uint32_t* cnt,                  \
+        const uint32_t* cursor, PairParams p, const uint32_t* out_start, uint32_t* out_keys,   \
+        affine_t<F>* out_pts) {                                                                \
+        cuzk::msm::SortedEntries<F> in{pairs, bases};                                          \
+        cuzk::msm::pair_level<F>(in, cnt, cursor, p, out_start, out_keys, out_pts);            \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_pair_level_keyed(      \
+        const uint32_t* keys, const affine_t<F>* pts, const uint32_t* cnt,                     \
+        const uint32_t* start, PairParams p, const uint32_t* out_start, uint32_t* out_keys,    \
+        affine_t<F>* out_pts) {                                                                \
+        cuzk::msm::KeyedEntries<F> in{keys, pts};                                              \
+        cuzk::msm::pair_level<F>(in, cnt, start, p, out_start, out_keys, out_pts);             \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_points(          \
+        const uint32_t* keys, const affine_t<F>* pts, const uint32_t* m_in, LevelParams p,     \
+        xyzz_t<F>* buckets, uint32_t* out_keys, xyzz_t<F>* out_pts, uint32_t* m_out) {         \
+        cuzk::msm::PointSource<LANE_F> src{pts};                                               \
+        cuzk::msm::LEVEL<LANE_F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);       \
+    }
+
+CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level)
+CUZK_MSM_PAIR_KERNELS(g2, fp2_t, cuzk::fp2_lane_t, level_inline)
+
+#undef CUZK_MSM_PAIR_KERNELS

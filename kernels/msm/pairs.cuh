@@ -33,6 +33,9 @@ struct SortedEntries {
     const affine_t<mem_t<F>>* bases;
     static constexpr bool FROM_CURSORS = true;
     __device__ __forceinline__ uint32_t key(uint64_t i) const { return pairs[2 * i]; }
+    __device__ __forceinline__ F x(uint64_t i) const {
+        return load16(&bases[pairs[2 * i + 1] & INDEX_MASK].x);
+    }
     __device__ __forceinline__ affine_t<F> point(uint64_t i) const {
         const uint32_t v = pairs[2 * i + 1];
         affine_t<F> p = load_affine<F>(&bases[v & INDEX_MASK]);
@@ -49,6 +52,7 @@ struct KeyedEntries {
     const affine_t<mem_t<F>>* pts;
     static constexpr bool FROM_CURSORS = false;
     __device__ __forceinline__ uint32_t key(uint64_t i) const { return keys[i]; }
+    __device__ __forceinline__ F x(uint64_t i) const { return load16(&pts[i].x); }
     __device__ __forceinline__ affine_t<F> point(uint64_t i) const {
         return load_affine<F>(&pts[i]);
     }
@@ -97,10 +101,10 @@ __device__ __forceinline__ affine_t<F> pair_sum(const affine_t<F>& p, const affi
     } else {
         num = sub(q.y, p.y);
     }
-    const F l = mul(num, inv_den);
+    const F l = pmul(num, inv_den);
     affine_t<F> r;
     r.x = sub(sub(sqr(l), p.x), q.x);
-    r.y = sub(mul(l, sub(p.x, r.x)), p.y);
+    r.y = sub(pmul(l, sub(p.x, r.x)), p.y);
     return r;
 }
 
@@ -117,7 +121,9 @@ __device__ __forceinline__ affine_t<F> affine_identity() {
 // forward walk writes each slot's key, copies and inversion-free sums, and for the others
 // stores the product of the thread's earlier denominators in the slot's x; one inversion
 // follows; the backward walk turns each stored product into its pair's inverse and writes
-// the sum over it.
+// the sum over it. The forward walk reads only the x coordinates of a pair whose x are
+// distinct and non-zero (an addition whatever the y: the identity is (0, 0)), two of a
+// point's three 32-byte sectors; `classify` on whole points decides the rest the same way.
 template <class F, class Entries>
 __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cnt,
                                            const uint32_t* start, PairParams p,
@@ -140,21 +146,26 @@ __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cn
         if (rel & 1) continue;
         const uint64_t slot = out_start[b] + rel / 2;
         out_keys[slot] = key;
-        const affine_t<F> pt = in.point(i);
         if (rel + 1 == cnt[b]) {
-            store16(&out_pts[slot], pt);
+            store16(&out_pts[slot], in.point(i));
             continue;
         }
-        const affine_t<F> qt = in.point(i + 1);
+        const F x1 = in.x(i), x2 = in.x(i + 1);
         F den;
-        const uint32_t kind = classify(pt, qt, den);
-        if (kind < ADD) {
-            store16(&out_pts[slot],
-                    kind == TAKE_P ? pt : kind == TAKE_Q ? qt : affine_identity<F>());
-            continue;
+        if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
+            den = sub(x2, x1);
+        } else {
+            const affine_t<F> pt = in.point(i);
+            const affine_t<F> qt = in.point(i + 1);
+            const uint32_t kind = classify(pt, qt, den);
+            if (kind < ADD) {
+                store16(&out_pts[slot],
+                        kind == TAKE_P ? pt : kind == TAKE_Q ? qt : affine_identity<F>());
+                continue;
+            }
         }
         store16(&out_pts[slot].x, acc);
-        acc = mul(acc, den);
+        acc = pmul(acc, den);
     }
     F inv_acc = inv(acc);  // 1 / (product of every denominator of the thread)
 #pragma unroll 1
@@ -168,8 +179,8 @@ __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cn
             const uint32_t kind = classify(pt, qt, den);
             if (kind >= ADD) {
                 const uint64_t slot = out_start[b] + rel / 2;
-                const F inv_den = mul(inv_acc, load16(&out_pts[slot].x));
-                inv_acc = mul(inv_acc, den);
+                const F inv_den = pmul(inv_acc, load16(&out_pts[slot].x));
+                inv_acc = pmul(inv_acc, den);
                 store16(&out_pts[slot], pair_sum(pt, qt, kind, inv_den));
             }
         }

@@ -178,7 +178,9 @@ fn pair_sum<F: Field>(p: &(F, F), q: &(F, F), kind: PairKind, inv_den: F) -> (F,
 
 /// One pair level over one window, thread by thread as `pair_level` in kernels/msm/pairs.cuh:
 /// `threads` threads visit the window's positions grid-stride, each batching the inversions
-/// of its pairs through the products it stores in its output slots. Bucket b's `cnt[b]`
+/// of its pairs through the products it stores in its output slots (the kernel's shortcut,
+/// classifying from the x coordinates alone when they are distinct and non-zero, decides as
+/// `classify` does, so the model classifies whole points). Bucket b's `cnt[b]`
 /// entries begin at `begin[b]` of `keys`/`pts`, and its ceil(cnt[b] / 2) outputs at
 /// `out_start[b]`. Returns the output keys and points.
 #[allow(clippy::too_many_arguments)] // The kernel's parameter list.
@@ -298,7 +300,7 @@ fn pair_levels<C: MsmCurve>(
             let (half, starts, total) = halved_starts(&cnt);
             assert!(total <= crate::plan::pair_outputs(len, nb, level + 1));
             let positions = crate::plan::pair_outputs(len, nb, level);
-            let threads = crate::plan::pair_threads(positions, 1);
+            let threads = crate::plan::pair_threads(positions, 1, 512);
             (k, p) = pair_level::<C>(&k, &p, &cnt, &begin, key_base, &starts, total, threads);
             (cnt, begin) = (half, starts);
         }
@@ -584,6 +586,24 @@ mod tests {
                 &random_scalars(n, 3 + n as u64),
                 &q,
                 &format!("n {n}"),
+            );
+        }
+        // G2: the same levels over Fp2 coordinates.
+        let n = 600;
+        let g2 = random_bases::<G2>(n, 15);
+        let mut g2_opposite = g2.clone();
+        for i in (1..n).step_by(2) {
+            g2_opposite[i] = (-g2_opposite[i - 1].to_curve()).into();
+        }
+        for levels in [1, 3] {
+            let q = with_levels(&plan(n, 6, 1 << 30, true), levels);
+            check::<G2>(&g2, &random_scalars(n, 16), &q, "g2 random");
+            check::<G2>(&vec![g2[0]; n], &vec![-Scalar::ONE; n], &q, "g2 doubling");
+            check::<G2>(
+                &g2_opposite,
+                &vec![Scalar::from(5u64); n],
+                &q,
+                "g2 P and -P",
             );
         }
     }

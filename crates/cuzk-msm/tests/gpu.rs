@@ -310,7 +310,7 @@ fn gpu_edge_cases_g1_and_g2() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_g1_affine_pair_levels_match_cpu() {
+fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
     use cuzk_msm::plan::MAX_AFFINE_LEVELS;
     let g = gpu();
     for levels in [1, 2, 3, MAX_AFFINE_LEVELS] {
@@ -349,7 +349,7 @@ fn gpu_g1_affine_pair_levels_match_cpu() {
             &cpu::msm::<G1>(&opposite, &same).unwrap(),
             &cfg,
         );
-        // The plan runs the levels (roomy allowance), and G2 ignores them.
+        // The plan runs the levels (roomy allowance), in G2 as well.
         let bases = upload::<G1>(&random_bases::<G1>(1000, 161));
         let reprs = to_reprs(&random_scalars(1000, 162));
         let (_, info) = g
@@ -368,13 +368,21 @@ fn gpu_g1_affine_pair_levels_match_cpu() {
                 &cfg,
             )
             .unwrap();
-        assert_eq!(info.plan.affine_levels, 0);
+        assert_eq!(info.plan.affine_levels, levels);
         assert_eq!(got, cpu::msm::<G2>(&g2_host, &g2_scalars).unwrap());
+        edge_cases_with::<G2>(1500, 145 + levels as u64, &cfg);
     }
     // Large sizes: many threads, each with a long batch; checked in linear time.
-    for (n, levels) in [((1 << 22) + 5, 2), (1 << 24, 3)] {
+    pair_levels_at_size::<G1>((1 << 22) + 5, 2);
+    pair_levels_at_size::<G1>(1 << 24, 3);
+    pair_levels_at_size::<G2>((1 << 22) + 3, 2);
+}
+
+fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
+    let g = gpu();
+    {
         let seed = 170 + levels as u64;
-        let bases = g.engine.generate_bases::<G1>(&g.stream, n, seed).unwrap();
+        let bases = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
         let cfg = MsmConfig {
             affine_levels: levels,
             ..MsmConfig::default()
@@ -386,9 +394,9 @@ fn gpu_g1_affine_pair_levels_match_cpu() {
         .into_iter()
         .enumerate()
         {
-            let want = generated_msm::<G1>(&scalars, seed, GEN_POINTS_PER_THREAD);
-            let got = run::<G1>(&bases, &to_reprs(&scalars), Via::Pinned, &cfg).unwrap();
-            assert_eq!(got, want, "levels {levels}, n = {n}, set {i}");
+            let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
+            let got = run::<C>(&bases, &to_reprs(&scalars), Via::Pinned, &cfg).unwrap();
+            assert_eq!(got, want, "{} levels {levels}, n = {n}, set {i}", C::NAME);
         }
     }
 }

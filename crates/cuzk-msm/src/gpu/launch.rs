@@ -66,8 +66,8 @@ pub(super) struct CurveKernels {
     level_xyzz: Kernel,
     bucket_sums: Kernel,
     gen_points: Kernel,
-    /// The batch-affine pair levels and the level over their keyed affine points (G1 only).
-    pairs: Option<PairKernels>,
+    /// The batch-affine pair levels and the level over their keyed affine points.
+    pairs: PairKernels,
 }
 
 #[derive(Clone, Debug)]
@@ -104,14 +104,10 @@ impl Kernels {
                 level_xyzz: k(&format!("cuzk_msm_{g}_level_xyzz"))?,
                 bucket_sums: k(&format!("cuzk_msm_{g}_bucket_sums"))?,
                 gen_points: k(&format!("cuzk_curve_{g}_gen_points"))?,
-                pairs: if g == "g1" {
-                    Some(PairKernels {
-                        sorted: k("cuzk_msm_g1_pair_level_sorted")?,
-                        keyed: k("cuzk_msm_g1_pair_level_keyed")?,
-                        level_points: k("cuzk_msm_g1_level_points")?,
-                    })
-                } else {
-                    None
+                pairs: PairKernels {
+                    sorted: k(&format!("cuzk_msm_{g}_pair_level_sorted"))?,
+                    keyed: k(&format!("cuzk_msm_{g}_pair_level_keyed"))?,
+                    level_points: k(&format!("cuzk_msm_{g}_level_points"))?,
                 },
             })
         };
@@ -376,7 +372,7 @@ pub(super) enum FirstLevel<'a, C: MsmCurve> {
         key_div: u32,
         pts: &'a DeviceBuffer<C::XyzzRepr>,
     },
-    /// Affine points with keys `keys[i]`: what the pair levels left (G1 only).
+    /// Affine points with keys `keys[i]`: what the pair levels left.
     Points {
         keys: &'a DeviceBuffer<u32>,
         pts: &'a DeviceBuffer<C::AffineRepr>,
@@ -525,21 +521,16 @@ pub(super) fn reduce<C: MsmCurve>(
                 stride: 1,
             };
             assert!(keys.len() >= m_max && pts.len() >= m_max);
-            let kernel = &ck
-                .pairs
-                .as_ref()
-                .expect("pair levels run in G1 only")
-                .level_points;
-            // SAFETY: `cuzk_msm_g1_level_points(const uint32_t* keys, const affine_t<fp_t>*
-            // pts, const uint32_t* m_in, LevelParams p, xyzz_t<fp_t>* buckets, uint32_t*
-            // out_keys, xyzz_t<fp_t>* out_pts, uint32_t* m_out)`, only in G1 (the kernel
-            // exists in G1 only), whose `AffineRepr` is affine_t<fp_t>. It reads keys and pts
-            // below m ≤ m_max ≤ both lengths (checked above); the keys are the pair levels'
-            // copies of sorted keys of this pass, so below buckets.len(); outputs and grid as
-            // above.
+            // SAFETY: `cuzk_msm_{g1,g2}_level_points(const uint32_t* keys, const
+            // affine_t<F>* pts, const uint32_t* m_in, LevelParams p, xyzz_t<F>* buckets,
+            // uint32_t* out_keys, xyzz_t<F>* out_pts, uint32_t* m_out)`, F matching
+            // `C::AffineRepr` and `C::XyzzRepr`. It reads keys and pts below m ≤ m_max ≤ both
+            // lengths (checked above); the keys are the pair levels' copies of sorted keys of
+            // this pass, so below buckets.len(); outputs and grid (`lanes` threads per item)
+            // as above.
             unsafe {
                 stream
-                    .launch(kernel)
+                    .launch(&ck.pairs.level_points)
                     .buf(keys)
                     .buf(pts)
                     .view(m_in)
@@ -700,22 +691,19 @@ pub(super) fn pair_level<C: MsmCurve>(
         nb: u32_len(nb),
         key_base,
     };
-    let kernels = k
-        .curve::<C>()
-        .pairs
-        .as_ref()
-        .expect("pair levels run in G1 only");
+    let kernels = &k.curve::<C>().pairs;
+    let resident = crate::plan::pair_resident(std::mem::size_of::<C::XyzzRepr>());
     let cfg = threads(
-        crate::plan::pair_threads(positions, k.sm_count),
+        crate::plan::pair_threads(positions, k.sm_count, resident),
         CURVE_BLOCK,
     );
     match input {
         PairInput::Sorted { pairs, bases } => {
             assert!(pairs.len() >= 2 * positions);
-            // SAFETY: `cuzk_msm_g1_pair_level_sorted(const uint32_t* pairs, const
-            // affine_t<fp_t>* bases, const uint32_t* cnt, const uint32_t* cursor, PairParams
-            // p, const uint32_t* out_start, uint32_t* out_keys, affine_t<fp_t>* out_pts)`, in
-            // G1 only (`AffineRepr` is affine_t<fp_t>). It reads cnt, cursor and out_start
+            // SAFETY: `cuzk_msm_{g1,g2}_pair_level_sorted(const uint32_t* pairs, const
+            // affine_t<F>* bases, const uint32_t* cnt, const uint32_t* cursor, PairParams p,
+            // const uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F
+            // matching `C::AffineRepr`, a thread per point. It reads cnt, cursor and out_start
             // below p.nb (checked above); the window's entries lie between cursor[0] − cnt[0]
             // and cursor[nb − 1], a range of the chunk's sorted pairs, which the sort wrote and
             // which holds at most `positions` (the chunk's points, one digit per window) pairs
@@ -739,9 +727,9 @@ pub(super) fn pair_level<C: MsmCurve>(
         }
         PairInput::Keyed { keys, pts } => {
             assert!(keys.len() >= positions && pts.len() >= positions);
-            // SAFETY: `cuzk_msm_g1_pair_level_keyed(const uint32_t* keys, const
-            // affine_t<fp_t>* pts, const uint32_t* cnt, const uint32_t* start, PairParams p,
-            // const uint32_t* out_start, uint32_t* out_keys, affine_t<fp_t>* out_pts)`, G1 as
+            // SAFETY: `cuzk_msm_{g1,g2}_pair_level_keyed(const uint32_t* keys, const
+            // affine_t<F>* pts, const uint32_t* cnt, const uint32_t* start, PairParams p,
+            // const uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F as
             // above. The window's entries are [0, start[nb − 1] + cnt[nb − 1]), what the level
             // before wrote, at most `positions` ≤ both input lengths (checked above); writes
             // as above. Inputs and outputs are different buffers.

@@ -100,8 +100,8 @@ pub struct MsmConfig {
     pub split: Split,
     /// Time the phases of each call with events ([`CallInfo::phases`]); costs a little.
     pub profile: bool,
-    /// Batch-affine pair levels before the XYZZ accumulation (G1 only; 0, the default, runs
-    /// none): each level sums every bucket's entries two by two in affine coordinates with one
+    /// Batch-affine pair levels before the XYZZ accumulation (0, the default, runs none): each
+    /// level sums every bucket's entries two by two in affine coordinates with one
     /// inversion per thread, about 6 multiplications a pair instead of an XYZZ addition's 10,
     /// at the price of a window's worth of affine points in VRAM (the plan drops the levels
     /// where they do not fit). Not yet the default: its speed on a GPU is still to be measured.
@@ -406,11 +406,7 @@ impl MsmEngine {
             xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
             sm_count: self.device.info().sm_count,
             allowance,
-            affine_levels: if C::NAME == "g1" {
-                config.affine_levels
-            } else {
-                0
-            },
+            affine_levels: config.affine_levels,
         }
     }
 
