@@ -78,6 +78,10 @@ pub struct Args {
     /// tables.
     #[arg(long)]
     direct_factor_log: Option<u32>,
+    /// Batch-affine pair levels of every MSM (`GpuProverConfig::msm_affine_levels`; default 0,
+    /// none).
+    #[arg(long, default_value_t = 0)]
+    affine_levels: u32,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -147,6 +151,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             .context("parsing --pinned")?,
         keep_freed_vram: args.keep_freed_vram,
         ntt_direct_factor_log: args.direct_factor_log,
+        msm_affine_levels: args.affine_levels,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

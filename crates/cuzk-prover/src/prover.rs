@@ -88,6 +88,9 @@ pub struct GpuProverConfig {
     /// saves one multiplication per element in the top pass of domains above 2^20 for a table
     /// per direction as large as one of a, b, c; the working set of each proof counts it.
     pub ntt_direct_factor_log: Option<u32>,
+    /// Batch-affine pair levels of every MSM ([`MsmConfig::affine_levels`]; 0, the default,
+    /// runs none). Each MSM's plan keeps them only where they fit its allowance.
+    pub msm_affine_levels: u32,
 }
 
 impl Default for GpuProverConfig {
@@ -101,6 +104,7 @@ impl Default for GpuProverConfig {
             stream_chunk: CHUNK_BYTES,
             keep_freed_vram: true,
             ntt_direct_factor_log: None,
+            msm_affine_levels: 0,
         }
     }
 }
@@ -241,7 +245,13 @@ impl GpuProver {
             stream: device.new_stream()?,
             copy: device.new_stream()?,
             ntt,
-            msm: MsmEngine::new(device)?,
+            msm: MsmEngine::with_config(
+                device,
+                MsmConfig {
+                    affine_levels: config.msm_affine_levels,
+                    ..MsmConfig::default()
+                },
+            )?,
             pool,
             config,
             streaming: Mutex::new(None),
