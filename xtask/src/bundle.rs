@@ -3,7 +3,8 @@
 //! that has `gpu_` tests) and `cuzk-bench`, both xz-packed behind an unpacking wrapper of the
 //! same name, the `cuzk-daemon` and `cuzk` binaries, the kernel
 //! image once, and the `run-tests`, `run-bench`, `run-e2e`, `run-sweep`, `run-scale`,
-//! `run-filecoin`, `run-soak`, `run-example`, `run-c2`, `run-ab` and `run-profile` scripts, and the
+//! `run-filecoin`, `run-soak`, `run-example`, `run-c2`, `run-ab`, `run-profile` and
+//! `run-variants` scripts (with `--variant`, variant kernel images beside the default), and the
 //! bellperson user's example
 //! (`examples/bellperson-prove`, built as the outside project it is).
 
@@ -31,6 +32,7 @@ const RUN_EXAMPLE: &str = include_str!("../bundle/run-example");
 const RUN_C2: &str = include_str!("../bundle/run-c2");
 const RUN_AB: &str = include_str!("../bundle/run-ab");
 const RUN_PROFILE: &str = include_str!("../bundle/run-profile");
+const RUN_VARIANTS: &str = include_str!("../bundle/run-variants");
 /// The wrapper a packed binary ships behind (`@NAME@` is the binary's name).
 const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 
@@ -40,6 +42,11 @@ pub struct BundleArgs {
     /// Architectures of the shipped kernel image (SASS), comma-separated; PTX is always added.
     #[arg(long, value_delimiter = ',', default_value = "sm_90")]
     pub arch: Vec<String>,
+    /// A variant kernel image to ship beside the default one (repeatable): its preprocessor
+    /// definitions, comma-separated (`NAME[=VALUE]`, as `build-kernels --define`). Each goes
+    /// xz-packed to `kernels-<definitions>/`; `run-variants` compares them all.
+    #[arg(long = "variant", value_name = "NAME[=VALUE],...")]
+    pub variants: Vec<String>,
 }
 
 /// Builds `target/bundle/` and returns its path.
@@ -68,6 +75,21 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         fs::create_dir_all(dir.join(sub))?;
     }
     fs::copy(&image, dir.join("kernels").join(kernels::IMAGE_FILE))?;
+    for variant in &args.variants {
+        let defines: Vec<String> = variant.split(',').map(str::to_string).collect();
+        let image = kernels::build(&BuildKernelsArgs {
+            arch: args.arch.clone(),
+            force: false,
+            defines,
+        })?;
+        let name = image
+            .parent()
+            .and_then(Path::file_name)
+            .context("a variant image's folder")?;
+        let out = dir.join(name);
+        fs::create_dir_all(&out)?;
+        xz_into(&image, &out.join(format!("{}.xz", kernels::IMAGE_FILE)))?;
+    }
     for (name, exe) in &tests {
         install_packed(exe, &dir.join("tests").join(name))?;
     }
@@ -87,6 +109,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
     write_script(&dir.join("run-c2"), RUN_C2)?;
     write_script(&dir.join("run-ab"), RUN_AB)?;
     write_script(&dir.join("run-profile"), RUN_PROFILE)?;
+    write_script(&dir.join("run-variants"), RUN_VARIANTS)?;
 
     let total = dir_size(&dir)?;
     for (name, exe) in &tests {
@@ -102,7 +125,7 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
         bail!("the bundle is {total} bytes, over the {MAX_BYTES}-byte limit");
     }
     eprintln!(
-        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR ; {0}/run-c2 OUT_DIR [SIZE] ; CUZK_BENCH_A=OTHER {0}/run-ab OUT_DIR ; {0}/run-profile OUT_DIR",
+        "    run there: {0}/run-tests OUT_DIR ; {0}/run-bench OUT_DIR ; {0}/run-e2e OUT_DIR ; {0}/run-sweep OUT_DIR ; {0}/run-scale OUT_DIR ; {0}/run-filecoin OUT_DIR [SIZES] ; {0}/run-soak OUT_DIR [--cpu] ; {0}/run-example OUT_DIR ; {0}/run-c2 OUT_DIR [SIZE] ; CUZK_BENCH_A=OTHER {0}/run-ab OUT_DIR ; {0}/run-profile OUT_DIR ; {0}/run-variants OUT_DIR [ARGS]",
         dir.display()
     );
     Ok(dir)
@@ -327,6 +350,21 @@ fn install_packed(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
+/// Writes `from` xz-packed to `to` (variant kernel images: a fatbin packs to about 40%).
+fn xz_into(from: &Path, to: &Path) -> Result<()> {
+    let out = fs::File::create(to).with_context(|| format!("creating {}", to.display()))?;
+    let status = Command::new("xz")
+        .args(["-9", "-T0", "-c"])
+        .arg(from)
+        .stdout(out)
+        .status()
+        .context("running xz (variant images travel packed)")?;
+    if !status.success() {
+        bail!("xz failed on {}", from.display());
+    }
+    Ok(())
+}
+
 /// Copies a binary and strips its symbols (release builds already drop debug info).
 fn install_binary(from: &Path, to: &Path) -> Result<()> {
     fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
@@ -401,9 +439,14 @@ mod tests {
             RUN_C2,
             RUN_AB,
             RUN_PROFILE,
+            RUN_VARIANTS,
         ] {
             assert!(script.starts_with("#!/usr/bin/env bash\n"));
         }
+        // The image comparison unpacks the variants, runs the MSM tests before each image's
+        // figures, and stops what it started.
+        assert!(RUN_VARIANTS.contains("cuzk.fatbin.xz") && RUN_VARIANTS.contains("tests/cuzk-msm.*"));
+        assert!(RUN_VARIANTS.contains("CUZK_KERNEL_DIR") && RUN_VARIANTS.contains("trap "));
         // The A/B comparison needs the other build named, runs both pipelined and, where a
         // build offers it, serial, and pools the steady partitions.
         assert!(RUN_AB.contains("CUZK_BENCH_A must name"));
