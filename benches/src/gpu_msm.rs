@@ -56,6 +56,10 @@ pub struct Args {
     /// (comma-separated; `MsmConfig::affine_levels`), each checked like the default.
     #[arg(long, value_delimiter = ',')]
     affine_levels: Vec<u32>,
+    /// Also time every --g1 and --g2 size with the radix sort (`MsmConfig::radix_sort`), alone
+    /// and with each of --affine-levels.
+    #[arg(long)]
+    radix_sort: bool,
     /// Seed of the bases and scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -126,6 +130,7 @@ struct Ctx {
     seed: u64,
     runs: usize,
     affine_levels: Vec<u32>,
+    radix_sort: bool,
 }
 
 impl Ctx {
@@ -182,10 +187,13 @@ impl Ctx {
         if info.plan.affine_levels > 0 {
             eprintln!("      with {} pair level(s)", info.plan.affine_levels);
         }
-        if info.plan.affine_levels != cfg.affine_levels {
+        if info.plan.radix_sort {
+            eprintln!("      with the radix sort");
+        }
+        if (info.plan.affine_levels, info.plan.radix_sort) != (cfg.affine_levels, cfg.radix_sort) {
             eprintln!(
-                "      NOTE: {} pair level(s) asked for, the plan runs {} (VRAM)",
-                cfg.affine_levels, info.plan.affine_levels
+                "      NOTE: asked for {} pair level(s), radix sort {}; the plan runs {}, {} (VRAM)",
+                cfg.affine_levels, cfg.radix_sort, info.plan.affine_levels, info.plan.radix_sort
             );
         }
         Ok(t)
@@ -270,17 +278,29 @@ impl Ctx {
                 target: target_ms(C::NAME, log_n),
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
-            for &levels in &self.affine_levels {
+            // The variants asked for: pair levels alone, the radix sort alone, and both.
+            let mut variants: Vec<(u32, bool)> =
+                self.affine_levels.iter().map(|&l| (l, false)).collect();
+            if self.radix_sort {
+                variants.push((0, true));
+                variants.extend(self.affine_levels.iter().map(|&l| (l, true)));
+            }
+            for (levels, radix_sort) in variants {
                 let cfg = MsmConfig {
                     affine_levels: levels,
+                    radix_sort,
                     ..dense
                 };
                 let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
+                let mut what = format!("{} 2^{log_n}", C::NAME.to_uppercase());
+                if levels > 0 {
+                    what += &format!(", {levels} pair level(s)");
+                }
+                if radix_sort {
+                    what += ", radix sort";
+                }
                 rows.push(Row {
-                    what: format!(
-                        "{} 2^{log_n}, {levels} pair level(s)",
-                        C::NAME.to_uppercase()
-                    ),
+                    what,
                     ours: t,
                     sppark: sppark_ms(C::NAME, log_n),
                     target: target_ms(C::NAME, log_n),
@@ -307,6 +327,7 @@ pub fn run(args: &Args) -> Result<()> {
         seed: args.seed,
         runs: args.runs,
         affine_levels: args.affine_levels.clone(),
+        radix_sort: args.radix_sort,
     };
     let max = args
         .g1

@@ -82,6 +82,9 @@ pub struct Args {
     /// none).
     #[arg(long, default_value_t = 0)]
     affine_levels: u32,
+    /// Sort every MSM's pairs by radix passes (`GpuProverConfig::msm_radix_sort`).
+    #[arg(long)]
+    radix_sort: bool,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -152,6 +155,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         keep_freed_vram: args.keep_freed_vram,
         ntt_direct_factor_log: args.direct_factor_log,
         msm_affine_levels: args.affine_levels,
+        msm_radix_sort: args.radix_sort,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

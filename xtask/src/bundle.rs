@@ -445,7 +445,9 @@ mod tests {
         }
         // The image comparison unpacks the variants, runs the MSM tests before each image's
         // figures, and stops what it started.
-        assert!(RUN_VARIANTS.contains("cuzk.fatbin.xz") && RUN_VARIANTS.contains("tests/cuzk-msm.*"));
+        assert!(
+            RUN_VARIANTS.contains("cuzk.fatbin.xz") && RUN_VARIANTS.contains("tests/cuzk-msm.*")
+        );
         assert!(RUN_VARIANTS.contains("CUZK_KERNEL_DIR") && RUN_VARIANTS.contains("trap "));
         // The A/B comparison needs the other build named, runs both pipelined and, where a
         // build offers it, serial, and pools the steady partitions.

@@ -165,8 +165,9 @@ impl DeviceState {
             // The NTT engine's default tables: direct ones would cost every lane (each has its
             // own engine) a domain vector per direction; not chosen before it is measured.
             ntt_direct_factor_log: None,
-            // No pair levels in the MSMs until they are measured faster on a GPU.
+            // No pair levels nor radix sort in the MSMs until they are measured faster on a GPU.
             msm_affine_levels: 0,
+            msm_radix_sort: false,
         };
         let lanes = (0..config.workers_per_device)
             .map(|_| GpuProver::new(&device, lane_config.clone()))

@@ -138,6 +138,39 @@ fn chain<C: MsmCurve>(
     }
 }
 
+/// The radix sort of one chunk, as `MsmEngine` launches it (kernels/msm/radix.cuh): the pairs
+/// generated window-major with sentinels for zero digits and missing scalars, then stable
+/// 8-bit passes over tiles, each tile's pairs of a digit placed at the digit-major scan of the
+/// per-tile counts. `pairs[w · len + j]` is scalar j's pair in window w. Returns the sorted
+/// keys and values, sentinels last.
+fn radix_sort(mut pairs: Vec<(u32, u32)>, sentinel: u32) -> Vec<(u32, u32)> {
+    use crate::plan::{RADIX_DIGITS, RADIX_TILE};
+    let n = pairs.len();
+    let tiles = n.div_ceil(RADIX_TILE).max(1);
+    let passes = (32 - sentinel.leading_zeros()).div_ceil(8);
+    for pass in 0..passes {
+        let digit = |key: u32| ((key >> (8 * pass)) & 255) as usize;
+        let mut counts = vec![0usize; RADIX_DIGITS * tiles];
+        for (i, &(key, _)) in pairs.iter().enumerate() {
+            counts[digit(key) * tiles + i / RADIX_TILE] += 1;
+        }
+        let mut offsets = Vec::with_capacity(counts.len());
+        let mut at = 0;
+        for c in counts {
+            offsets.push(at);
+            at += c;
+        }
+        let mut out = vec![(0u32, 0u32); n];
+        for (i, &e) in pairs.iter().enumerate() {
+            let cell = &mut offsets[digit(e.0) * tiles + i / RADIX_TILE];
+            out[*cell] = e;
+            *cell += 1;
+        }
+        pairs = out;
+    }
+    pairs
+}
+
 /// How a pair is summed, as `classify` in kernels/msm/pairs.cuh: the kind, and the
 /// denominator to invert for ADD and DOUBLE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -423,6 +456,31 @@ pub fn msm<C: MsmCurve>(
                 keys[pos] = key as u32;
                 vals[pos] = idx | if d < 0 { 1 << 31 } else { 0 };
             });
+            if plan.radix_sort {
+                // The radix sort must leave what the scatter leaves (here, where the scatter
+                // runs in scalar order, pair for pair), followed by the sentinels.
+                let len = range.len();
+                let sentinel = (w_count * nb) as u32;
+                let mut generated = vec![(sentinel, 0u32); len * w_count];
+                for (j, ((_, idx), d)) in tail.iter().zip(&digits).enumerate() {
+                    for w in 0..w_count {
+                        let dw = d[w_begin as usize + w];
+                        if dw != 0 {
+                            let key = (w * nb) as u32 + dw.unsigned_abs() - 1;
+                            let val = idx | if dw < 0 { 1 << 31 } else { 0 };
+                            generated[w * len + j] = (key, val);
+                        }
+                    }
+                }
+                let sorted = radix_sort(generated, sentinel);
+                let (real, rest) = sorted.split_at(m as usize);
+                assert!(
+                    rest.iter().all(|&(k, _)| k == sentinel),
+                    "sentinels sort last"
+                );
+                let scattered: Vec<(u32, u32)> = keys.iter().copied().zip(vals.clone()).collect();
+                assert_eq!(real, &scattered[..], "radix sort differs from the scatter");
+            }
             if plan.affine_levels > 0 {
                 let len = range.len();
                 pair_levels::<C>(
@@ -480,6 +538,7 @@ mod tests {
             sm_count: 1,
             allowance: 1 << 30,
             affine_levels: 0,
+            radix_sort: false,
         }
     }
 
@@ -654,6 +713,71 @@ mod tests {
                 assert_eq!(got, want[b], "bucket {b}, {threads} threads");
             }
         }
+    }
+
+    #[test]
+    fn radix_passes_sort_stably_over_many_tiles() {
+        // Sentinels of 1, 2 and 3 passes; 5 tiles and a partial one; keys drawn with repeats.
+        for sentinel in [200u32, 40_000, 6_000_000] {
+            let n = 5 * crate::plan::RADIX_TILE + 77;
+            let mut x = 0x9e37_79b9_u64 ^ sentinel as u64;
+            let pairs: Vec<(u32, u32)> = (0..n as u32)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let key = (x % (sentinel as u64 + 1)) as u32;
+                    (key, i)
+                })
+                .collect();
+            let mut want = pairs.clone();
+            want.sort_by_key(|&(key, _)| key); // stable: values stay in order within a key
+            assert_eq!(radix_sort(pairs, sentinel), want, "sentinel {sentinel}");
+        }
+    }
+
+    #[test]
+    fn radix_sort_leaves_what_the_scatter_leaves() {
+        // The model asserts, chunk by chunk, that the radix sort's output is the scatter's;
+        // these plans give one, two and three 8-bit passes, several tiles, split tails
+        // shorter than their chunks, and several passes and chunks.
+        for (n, bits) in [(1, 4), (100, 4), (3000, 10), (5000, 16)] {
+            let bases = random_bases::<G1>(n, 30 + n as u64);
+            let mut p = plan(n, bits, 1 << 30, true);
+            p.radix_sort = true;
+            check::<G1>(&bases, &random_scalars(n, 31), &p, "radix, random");
+            check::<G1>(
+                &bases,
+                &sparse_scalars(n, 0.3, 0.3, 32),
+                &p,
+                "radix, sparse",
+            );
+            check::<G1>(&bases, &vec![Scalar::ONE; n], &p, "radix, all ones");
+            p.affine_levels = 2;
+            check::<G1>(&bases, &random_scalars(n, 33), &p, "radix and pair levels");
+        }
+        let n = 1500;
+        let bases = random_bases::<G1>(n, 34);
+        let least = match Plan::new(&PlanInput {
+            allowance: 0,
+            ..input(n, 9)
+        }) {
+            Err(crate::MsmError::AllowanceTooSmall { needed, .. }) => needed,
+            other => panic!("{other:?}"),
+        };
+        let mut p = plan(n, 9, least * 3 / 2, true);
+        assert!(p.chunks(n) > 1 || p.passes() > 1);
+        p.radix_sort = true;
+        check::<G1>(
+            &bases,
+            &sparse_scalars(n, 0.2, 0.2, 35),
+            &p,
+            "radix, chunked",
+        );
+        let g2 = random_bases::<G2>(300, 36);
+        let mut p = plan(300, 6, 1 << 30, true);
+        p.radix_sort = true;
+        check::<G2>(&g2, &random_scalars(300, 37), &p, "radix, g2");
     }
 
     #[test]

@@ -40,6 +40,11 @@ pub const SPAN_XYZZ: u32 = 8;
 /// up to 2^20 entries to one.
 pub const MAX_AFFINE_LEVELS: u32 = 20;
 
+/// Pairs per tile of the radix sort (TILE in kernels/msm/radix.cuh) and digits per pass.
+pub const RADIX_TILE: usize = 4096;
+/// See [`RADIX_TILE`].
+pub const RADIX_DIGITS: usize = 256;
+
 /// Entries each thread of a pair level visits (about half of them start a pair), unless the
 /// level has too few to keep the device busy: one field inversion (about 570 multiplications)
 /// is shared by a thread's pairs, so short batches would spend more on it than they save.
@@ -91,6 +96,9 @@ pub struct PlanInput {
     /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels.
     /// A plan that cannot fit them runs none.
     pub affine_levels: u32,
+    /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
+    /// that cannot fit the radix buffers scatters.
+    pub radix_sort: bool,
 }
 
 /// How one MSM runs on the device.
@@ -115,6 +123,9 @@ pub struct Plan {
     /// Batch-affine pair levels on each window's entries (`PlanInput::affine_levels` when
     /// they fit the allowance, else 0).
     pub affine_levels: u32,
+    /// Whether each chunk is sorted by radix passes (`PlanInput::radix_sort` when the
+    /// buffers fit the allowance).
+    pub radix_sort: bool,
     /// Capacities of every work buffer.
     pub sizes: Sizes,
 }
@@ -151,6 +162,10 @@ pub struct Sizes {
     /// Buckets of one window whose per-level counts and starts the pair levels keep (two of
     /// each, alternately), 0 without pair levels.
     pub window_buckets: usize,
+    /// The radix sort's second buffer of pairs, 0 without it.
+    pub radix_pairs: usize,
+    /// The radix sort's per-tile digit counts (and as many offsets), 0 without it.
+    pub radix_counts: usize,
 }
 
 impl Sizes {
@@ -167,8 +182,15 @@ impl Sizes {
         } else {
             0
         };
+        // The radix sort: a second pair buffer; counts, their scan (one longer) and its tile
+        // sums.
+        let radix = if self.radix_counts > 0 {
+            2 * self.radix_pairs + 2 * self.radix_counts + 1 + self.radix_counts.div_ceil(SCAN_TILE)
+        } else {
+            0
+        };
         (self.staging + self.canon) * SCALAR_BYTES
-            + (u32s + counts) * 4
+            + (u32s + counts + radix) * 4
             + partial
             + points * xyzz
             + affine
@@ -190,6 +212,8 @@ impl Sizes {
             && self.affine_a >= need.affine_a
             && self.affine_b >= need.affine_b
             && self.window_buckets >= need.window_buckets
+            && self.radix_pairs >= need.radix_pairs
+            && self.radix_counts >= need.radix_counts
     }
 
     /// The larger of each buffer of two plans: a workspace that serves both.
@@ -209,6 +233,8 @@ impl Sizes {
             affine_a: self.affine_a.max(o.affine_a),
             affine_b: self.affine_b.max(o.affine_b),
             window_buckets: self.window_buckets.max(o.window_buckets),
+            radix_pairs: self.radix_pairs.max(o.radix_pairs),
+            radix_counts: self.radix_counts.max(o.radix_counts),
         }
     }
 }
@@ -255,9 +281,10 @@ fn floor_log2(x: usize) -> u32 {
 }
 
 impl Plan {
-    /// The plan with the largest chunk and pass that fit `input.allowance`. Pair levels are
-    /// kept only where they fit without cutting the MSM into more pieces (a narrower window,
-    /// fewer windows per pass, a smaller chunk) than it takes without them.
+    /// The plan with the largest chunk and pass that fit `input.allowance`. Pair levels and
+    /// the radix sort are kept only where they fit without cutting the MSM into more pieces (a
+    /// narrower window, fewer windows per pass, a smaller chunk) than it takes without them;
+    /// where both do not, the pair levels are kept before the radix sort.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
         if input.affine_levels > MAX_AFFINE_LEVELS {
             return Err(MsmError::BadAffineLevels {
@@ -267,20 +294,33 @@ impl Plan {
         }
         let plain = Self::fit(&PlanInput {
             affine_levels: 0,
+            radix_sort: false,
             ..*input
         })?;
-        if input.affine_levels == 0 {
-            return Ok(plain);
-        }
-        match Self::fit(input) {
-            Ok(p)
-                if (p.bits, p.pass_windows, p.chunk)
-                    == (plain.bits, plain.pass_windows, plain.chunk) =>
-            {
-                Ok(p)
+        let candidates = [
+            *input,
+            PlanInput {
+                radix_sort: false,
+                ..*input
+            },
+            PlanInput {
+                affine_levels: 0,
+                ..*input
+            },
+        ];
+        for c in candidates {
+            if c.affine_levels == 0 && !c.radix_sort {
+                break;
             }
-            _ => Ok(plain),
+            if let Ok(p) = Self::fit(&c) {
+                if (p.bits, p.pass_windows, p.chunk)
+                    == (plain.bits, plain.pass_windows, plain.chunk)
+                {
+                    return Ok(p);
+                }
+            }
         }
+        Ok(plain)
     }
 
     /// The plan with the largest chunk and pass that fit `input.allowance`, with the pair
@@ -388,6 +428,12 @@ impl Plan {
                 0
             },
             window_buckets: if levels >= 1 { nb } else { 0 },
+            radix_pairs: if input.radix_sort { pairs } else { 0 },
+            radix_counts: if input.radix_sort {
+                RADIX_DIGITS * pairs.div_ceil(RADIX_TILE).max(1)
+            } else {
+                0
+            },
         };
         Plan {
             bits,
@@ -399,6 +445,7 @@ impl Plan {
             span_affine,
             seg_log,
             affine_levels: levels,
+            radix_sort: input.radix_sort,
             sizes,
         }
     }
@@ -557,6 +604,7 @@ mod tests {
             sm_count: 132,
             allowance,
             affine_levels: 0,
+            radix_sort: false,
         }
     }
 
@@ -687,6 +735,37 @@ mod tests {
                 max: 20
             })
         ));
+    }
+
+    #[test]
+    fn radix_buffers_fit_beside_the_plan_or_the_plan_scatters() {
+        let with = |n: usize, allowance: usize, radix: bool, levels: u32| {
+            Plan::new(&PlanInput {
+                radix_sort: radix,
+                affine_levels: levels,
+                ..input(n, allowance)
+            })
+            .unwrap()
+        };
+        let plain = with(1 << 26, 100 << 30, false, 0);
+        let radix = with(1 << 26, 100 << 30, true, 0);
+        assert!(radix.radix_sort && !plain.radix_sort);
+        assert_eq!((radix.bits, radix.chunk), (plain.bits, plain.chunk));
+        let pairs = radix.sizes.pairs;
+        assert_eq!(radix.sizes.radix_pairs, pairs);
+        assert_eq!(radix.sizes.radix_counts, 256 * pairs.div_ceil(RADIX_TILE));
+        let cells = radix.sizes.radix_counts;
+        assert_eq!(
+            radix.bytes(192) - plain.bytes(192),
+            (2 * pairs + 2 * cells + 1 + cells.div_ceil(SCAN_TILE)) * 4
+        );
+        // Room for one of the two: the pair levels are kept, the radix sort dropped.
+        let levels_only = with(1 << 26, 100 << 30, false, 2);
+        let both = with(1 << 26, levels_only.bytes(192), true, 2);
+        assert_eq!((both.affine_levels, both.radix_sort), (2, false));
+        // Room for neither: the plain plan.
+        let neither = with(1 << 26, plain.bytes(192), true, 2);
+        assert_eq!(neither, plain);
     }
 
     #[test]

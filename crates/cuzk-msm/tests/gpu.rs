@@ -378,15 +378,71 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
     pair_levels_at_size::<G2>((1 << 22) + 3, 2);
 }
 
-fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_radix_sort_matches_cpu_g1_and_g2() {
     let g = gpu();
-    {
-        let seed = 170 + levels as u64;
-        let bases = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
+    for levels in [0, 2] {
         let cfg = MsmConfig {
+            radix_sort: true,
             affine_levels: levels,
             ..MsmConfig::default()
         };
+        edge_cases_with::<G1>(4096 + 7, 180 + levels as u64, &cfg);
+        edge_cases_with::<G2>(1500, 181 + levels as u64, &cfg);
+        for n in [1usize, 2, 3, 100, 3000, (1 << 16) + 3] {
+            let bases_host = random_bases::<G1>(n, 182 + n as u64);
+            let bases = upload::<G1>(&bases_host);
+            for (what, scalars) in [
+                ("random", random_scalars(n, 183)),
+                ("sparse", sparse_scalars(n, 0.3, 0.3, 184)),
+            ] {
+                let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
+                let label = format!("radix, levels {levels}, {what}");
+                check_with::<G1>(&label, &bases, &scalars, &want, &cfg);
+            }
+        }
+        // Every window width: keys of 1 to 3 radix passes.
+        let n = 3000;
+        let bases_host = random_bases::<G1>(n, 185);
+        let bases = upload::<G1>(&bases_host);
+        let scalars = random_scalars(n, 186);
+        let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
+        for bits in [2, 3, 5, 9, 13, 16, 20] {
+            let with_bits = MsmConfig {
+                window_bits: Some(bits),
+                ..cfg
+            };
+            let (got, info) = g
+                .engine
+                .msm_with(
+                    &g.stream,
+                    &bases,
+                    Scalars::Host(&to_reprs(&scalars)),
+                    &with_bits,
+                )
+                .unwrap();
+            assert!(info.plan.radix_sort, "bits {bits}: {:?}", info.plan);
+            assert_eq!(got, want, "radix, levels {levels}, window bits {bits}");
+        }
+        msm_at_size::<G1>((1 << 22) + 5, &cfg, 190 + levels as u64);
+        msm_at_size::<G2>((1 << 20) + 3, &cfg, 192 + levels as u64);
+    }
+}
+
+fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
+    let cfg = MsmConfig {
+        affine_levels: levels,
+        ..MsmConfig::default()
+    };
+    msm_at_size::<C>(n, &cfg, 170 + levels as u64);
+}
+
+/// Generated bases of `n` points, random and sparse scalars with `cfg`, checked in linear time.
+fn msm_at_size<C: MsmCurve>(n: usize, cfg: &MsmConfig, seed: u64) {
+    let g = gpu();
+    {
+        let bases = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
         for (i, scalars) in [
             random_scalars(n, seed + 1),
             sparse_scalars(n, 0.3, 0.3, seed + 2),
@@ -395,8 +451,8 @@ fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
         .enumerate()
         {
             let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
-            let got = run::<C>(&bases, &to_reprs(&scalars), Via::Pinned, &cfg).unwrap();
-            assert_eq!(got, want, "{} levels {levels}, n = {n}, set {i}", C::NAME);
+            let got = run::<C>(&bases, &to_reprs(&scalars), Via::Pinned, cfg).unwrap();
+            assert_eq!(got, want, "{} {cfg:?}, n = {n}, set {i}", C::NAME);
         }
     }
 }
@@ -458,6 +514,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         sm_count: g.device.info().sm_count,
         allowance: 0,
         affine_levels: 0,
+        radix_sort: false,
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
         let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
@@ -766,6 +823,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         sm_count: g.device.info().sm_count,
         allowance: 0,
         affine_levels: 0,
+        radix_sort: false,
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of
     // scalars take, so the batch must stage them.

@@ -91,6 +91,8 @@ pub struct GpuProverConfig {
     /// Batch-affine pair levels of every MSM ([`MsmConfig::affine_levels`]; 0, the default,
     /// runs none). Each MSM's plan keeps them only where they fit its allowance.
     pub msm_affine_levels: u32,
+    /// Sort every MSM's pairs by radix passes ([`MsmConfig::radix_sort`]; off by default).
+    pub msm_radix_sort: bool,
 }
 
 impl Default for GpuProverConfig {
@@ -105,6 +107,7 @@ impl Default for GpuProverConfig {
             keep_freed_vram: true,
             ntt_direct_factor_log: None,
             msm_affine_levels: 0,
+            msm_radix_sort: false,
         }
     }
 }
@@ -249,6 +252,7 @@ impl GpuProver {
                 device,
                 MsmConfig {
                     affine_levels: config.msm_affine_levels,
+                    radix_sort: config.msm_radix_sort,
                     ..MsmConfig::default()
                 },
             )?,

@@ -4,7 +4,7 @@
 #![allow(unsafe_code)] // Kernel launches are unsafe by nature; each one states why it is sound.
 
 use crate::curve::MsmCurve;
-use crate::plan::{SCAN_TILE, SPAN_XYZZ};
+use crate::plan::{RADIX_DIGITS, RADIX_TILE, SCAN_TILE, SPAN_XYZZ};
 use crate::MsmError;
 use bytemuck::{Pod, Zeroable};
 use cuzk_cuda::{Device, DeviceBuffer, DeviceView, DeviceViewMut, Kernel, LaunchConfig, Stream};
@@ -87,6 +87,10 @@ pub(super) struct Kernels {
     scan_sums: Kernel,
     scan_add: Kernel,
     halve_counts: Kernel,
+    add_counts: Kernel,
+    radix_digits: Kernel,
+    radix_histogram: Kernel,
+    radix_scatter: Kernel,
     g1: CurveKernels,
     g2: CurveKernels,
     /// Blocks of grid-stride launches: a few waves over the SMs.
@@ -119,6 +123,10 @@ impl Kernels {
             scan_sums: k("cuzk_msm_scan_sums")?,
             scan_add: k("cuzk_msm_scan_add")?,
             halve_counts: k("cuzk_msm_halve_counts")?,
+            add_counts: k("cuzk_msm_add_counts")?,
+            radix_digits: k("cuzk_msm_radix_digits")?,
+            radix_histogram: k("cuzk_msm_radix_histogram")?,
+            radix_scatter: k("cuzk_msm_radix_scatter")?,
             g1: curve("g1")?,
             g2: curve("g2")?,
             max_grid: device.info().sm_count.max(1) * 16,
@@ -747,6 +755,141 @@ pub(super) fn pair_level<C: MsmCurve>(
                     .launch(cfg)
             }?;
         }
+    }
+    Ok(())
+}
+
+/// `a[i] += b[i]` over `b`: the histogram's scan plus the counts, the ends the scatter's
+/// cursors would hold, for a chunk sorted by radix.
+pub(super) fn add_counts(
+    stream: &Stream,
+    k: &Kernels,
+    a: &mut DeviceViewMut<'_, u32>,
+    b: &DeviceView<'_, u32>,
+) -> Result<(), MsmError> {
+    let n = b.len();
+    assert!(a.len() >= n);
+    let n32 = u32_len(n);
+    // SAFETY: `cuzk_msm_add_counts(uint32_t* a, const uint32_t* b, uint32_t n)` updates
+    // a[0..n) reading b[0..n), both views at least n long (checked above); grid-stride.
+    unsafe {
+        stream
+            .launch(&k.add_counts)
+            .view_mut(a)
+            .view(b)
+            .arg(&n32)
+            .launch(k.stride(n, SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
+/// The radix sort's buffers.
+#[derive(Debug)]
+pub(super) struct RadixBuffers {
+    /// The second buffer of pairs (interleaved key, value), as long as the first.
+    pub tmp: DeviceBuffer<u32>,
+    /// Per-tile digit counts, digit-major.
+    pub counts: DeviceBuffer<u32>,
+    /// Their exclusive scan, one longer.
+    pub offsets: DeviceBuffer<u32>,
+    /// The scan's tile sums.
+    pub tiles: DeviceBuffer<u32>,
+}
+
+/// Sorts the chunk's pairs by radix into `pairs`, in place of [`scatter`]: the pairs of the
+/// chunk's `len` scalars and the pass's `p.w_count` windows, with (sentinel, 0) for zero
+/// digits and missing tail scalars, sorted by key in 8-bit passes. Afterwards `pairs` holds what
+/// the scatter would write (each key's pairs in scalar order) followed by the sentinels.
+#[allow(clippy::too_many_arguments)] // The digit kernel's inputs and the sort's buffers.
+pub(super) fn radix_sort(
+    stream: &Stream,
+    k: &Kernels,
+    canon: &DeviceBuffer<FrRepr>,
+    tail_idx: &DeviceBuffer<u32>,
+    counts: &DeviceBuffer<u32>,
+    p: &DigitParams,
+    len: usize,
+    pairs: &mut DeviceBuffer<u32>,
+    radix: &mut RadixBuffers,
+) -> Result<(), MsmError> {
+    let n = len * p.w_count as usize;
+    let tiles = n.div_ceil(RADIX_TILE).max(1);
+    let cells = RADIX_DIGITS * tiles;
+    assert!(pairs.len() >= 2 * n && radix.tmp.len() >= 2 * n);
+    assert!(radix.counts.len() >= cells && radix.offsets.len() > cells);
+    assert!(canon.len() >= len && counts.len() >= 2 && len <= p.n as usize);
+    assert!(p.flags & DIGITS_INDEXED == 0 || tail_idx.len() >= len);
+    // Keys are below w_count · 2^(c−1); the sentinel is that bound, and the passes cover its
+    // bits.
+    let sentinel = p.w_count << (p.c - 1);
+    let key_bits = 32 - sentinel.leading_zeros();
+    let passes = key_bits.div_ceil(8);
+    let (len32, n32, tiles32) = (u32_len(len), u32_len(n), u32_len(tiles));
+    // The last pass writes `pairs`: the digits start there when the passes are even.
+    let (mut src, mut dst) = if passes.is_multiple_of(2) {
+        (&mut *pairs, &mut radix.tmp)
+    } else {
+        (&mut radix.tmp, &mut *pairs)
+    };
+    // SAFETY: `cuzk_msm_radix_digits(const fr_t* canon, const uint32_t* tail_idx, const
+    // uint32_t* counts, DigitParams p, uint32_t len, uint32_t sentinel, uint2* out)`,
+    // DigitParams in the same C layout. It reads counts[0] ≤ len scalars of canon (and of
+    // tail_idx when indexed), both at least len long (checked above), and writes
+    // out[w · len + j] for w < w_count, j < len: n pairs, which src holds (checked above);
+    // an allocation is aligned for 8-byte stores. Grid-stride over len.
+    unsafe {
+        stream
+            .launch(&k.radix_digits)
+            .buf(canon)
+            .buf(tail_idx)
+            .buf(counts)
+            .arg(p)
+            .arg(&len32)
+            .arg(&sentinel)
+            .buf_mut(src)
+            .launch(k.stride(len, SCALAR_BLOCK))
+    }?;
+    for pass in 0..passes {
+        let shift = 8 * pass;
+        // SAFETY: `cuzk_msm_radix_histogram(const uint2* in, uint32_t n, uint32_t shift,
+        // uint32_t tiles, uint32_t* counts)`: block b < tiles reads pairs below n (src holds
+        // n, checked above) and writes counts[d · tiles + b], d < 256, below cells ≤
+        // counts.len(); blocks of 256 threads as the kernel's tile assumes.
+        unsafe {
+            stream
+                .launch(&k.radix_histogram)
+                .buf(src)
+                .arg(&n32)
+                .arg(&shift)
+                .arg(&tiles32)
+                .buf_mut(&mut radix.counts)
+                .launch(LaunchConfig::linear(tiles32, RADIX_DIGITS as u32))
+        }?;
+        scan(
+            stream,
+            k,
+            &radix.counts.slice(..cells),
+            &mut radix.offsets,
+            &mut radix.tiles,
+        )?;
+        // SAFETY: `cuzk_msm_radix_scatter(const uint2* in, uint32_t n, uint32_t shift,
+        // uint32_t tiles, const uint32_t* offsets, uint2* out)`: block b reads pairs below n
+        // and offsets[d · tiles + b] below cells (offsets holds cells + 1, checked above), and
+        // writes each of its pairs once to offsets[d · tiles + b] plus its rank among the
+        // tile's pairs of digit d, below the next cell's offset: a permutation of [0, n),
+        // which dst holds (checked above). src and dst are different buffers.
+        unsafe {
+            stream
+                .launch(&k.radix_scatter)
+                .buf(src)
+                .arg(&n32)
+                .arg(&shift)
+                .arg(&tiles32)
+                .buf(&radix.offsets)
+                .buf_mut(dst)
+                .launch(LaunchConfig::linear(tiles32, RADIX_DIGITS as u32))
+        }?;
+        std::mem::swap(&mut src, &mut dst);
     }
     Ok(())
 }

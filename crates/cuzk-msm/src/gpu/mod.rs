@@ -106,6 +106,12 @@ pub struct MsmConfig {
     /// at the price of a window's worth of affine points in VRAM (the plan drops the levels
     /// where they do not fit). Not yet the default: its speed on a GPU is still to be measured.
     pub affine_levels: u32,
+    /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
+    /// tile's pairs of a digit written together) instead of the counting sort's scatter
+    /// (random 8-byte stores and an atomic per digit), at the price of a second pair buffer in
+    /// VRAM (the plan scatters where it does not fit). Not yet the default: its speed on a GPU
+    /// is still to be measured.
+    pub radix_sort: bool,
 }
 
 /// Bases resident on the device, uploaded or generated once and used by many MSMs.
@@ -407,6 +413,7 @@ impl MsmEngine {
             sm_count: self.device.info().sm_count,
             allowance,
             affine_levels: config.affine_levels,
+            radix_sort: config.radix_sort,
         }
     }
 

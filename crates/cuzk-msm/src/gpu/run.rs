@@ -171,17 +171,37 @@ impl MsmEngine {
                     &mut ws.tiles,
                 )?;
                 mark(profile, 4)?;
-                let mut cursor = ws.offsets.slice_mut(..pass_buckets);
-                launch::scatter(
-                    stream,
-                    k,
-                    &ws.canon,
-                    &ws.tail_idx,
-                    &ws.counts,
-                    &p,
-                    &mut cursor,
-                    &mut ws.pairs,
-                )?;
+                if plan.radix_sort {
+                    launch::radix_sort(
+                        stream,
+                        k,
+                        &ws.canon,
+                        &ws.tail_idx,
+                        &ws.counts,
+                        &p,
+                        len,
+                        &mut ws.pairs,
+                        &mut ws.radix,
+                    )?;
+                    if plan.affine_levels > 0 {
+                        // The pair levels find each bucket's end where the scatter's cursor
+                        // would have left it.
+                        let mut ends = ws.offsets.slice_mut(..pass_buckets);
+                        launch::add_counts(stream, k, &mut ends, &ws.hist.slice(..pass_buckets))?;
+                    }
+                } else {
+                    let mut cursor = ws.offsets.slice_mut(..pass_buckets);
+                    launch::scatter(
+                        stream,
+                        k,
+                        &ws.canon,
+                        &ws.tail_idx,
+                        &ws.counts,
+                        &p,
+                        &mut cursor,
+                        &mut ws.pairs,
+                    )?;
+                }
                 mark(profile, 5)?;
                 if plan.affine_levels > 0 {
                     self.pair_levels::<C>(stream, bases, plan, w_count, len, ws)?;
