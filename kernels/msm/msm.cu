@@ -68,15 +68,15 @@ CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128), level_inline)
 // one inversion, so the grid is sized for long batches. level_points: as level_xyzz, over keyed
 // affine points (identities skipped), with the groups' accumulation layout (LANE_F: G2 on lane
 // pairs).
-#define CUZK_MSM_PAIR_KERNELS(NAME, F, LANE_F, LEVEL)                                          \
-    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_pair_level_sorted(     \
+#define CUZK_MSM_PAIR_KERNELS(NAME, F, LANE_F, LEVEL, BOUNDS)                                  \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_pair_level_sorted(   \
         const uint32_t* pairs, const affine_t<F>* bases, const uint32_t* cnt,                  \
         const uint32_t* cursor, PairParams p, const uint32_t* out_start, uint32_t* out_keys,   \
         affine_t<F>* out_pts) {                                                                \
         cuzk::msm::SortedEntries<F> in{pairs, bases};                                          \
         cuzk::msm::pair_level<F>(in, cnt, cursor, p, out_start, out_keys, out_pts);            \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_pair_level_keyed(      \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_pair_level_keyed(    \
         const uint32_t* keys, const affine_t<F>* pts, const uint32_t* cnt,                     \
         const uint32_t* start, PairParams p, const uint32_t* out_start, uint32_t* out_keys,    \
         affine_t<F>* out_pts) {                                                                \
@@ -90,7 +90,14 @@ CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128), level_inline)
         cuzk::msm::LEVEL<LANE_F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);       \
     }
 
-CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level)
-CUZK_MSM_PAIR_KERNELS(g2, fp2_t, cuzk::fp2_lane_t, level_inline)
+// BOUNDS of the pair kernels: G1 takes 146–148 registers uncapped (3 blocks of 128 per SM);
+// an image built with CUZK_G1_PAIR_MIN_BLOCKS=k caps them for k blocks (a variant to measure:
+// 4 blocks means 128 registers). G2, at 254 registers, is not capped.
+#ifdef CUZK_G1_PAIR_MIN_BLOCKS
+CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level, (128, CUZK_G1_PAIR_MIN_BLOCKS))
+#else
+CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level, (128))
+#endif
+CUZK_MSM_PAIR_KERNELS(g2, fp2_t, cuzk::fp2_lane_t, level_inline, (128))
 
 #undef CUZK_MSM_PAIR_KERNELS

@@ -255,21 +255,12 @@ pub fn pair_outputs(m: usize, nb: usize, level: u32) -> usize {
     out.min(m.max(1))
 }
 
-/// Threads of a pair level resident per SM for XYZZ points of `xyzz_bytes` (192 for G1), from
-/// ptxas on sm_90: the G1 pair kernels take 146–148 registers (3 blocks of 128 threads per
-/// SM), the G2 ones, a thread holding whole Fp2 coordinates, 254 (2 blocks).
-pub fn pair_resident(xyzz_bytes: usize) -> usize {
-    if xyzz_bytes <= 192 {
-        384
-    } else {
-        256
-    }
-}
-
 /// Threads of a pair level over at most `positions` entries on `sm_count` SMs with
-/// `resident` threads per SM: about [`PAIR_POSITIONS`] entries each, and at most one wave:
-/// every thread does the same work, so a second, partial wave would idle most of the device
-/// while it runs.
+/// `resident` threads per SM (the driver's occupancy figure for the kernel; on sm_90 the G1
+/// pair kernels take 146–148 registers, 3 blocks of 128 threads, the G2 ones, a thread
+/// holding whole Fp2 coordinates, 254, 2 blocks): about [`PAIR_POSITIONS`] entries each, and at
+/// most one wave: every thread does the same work, so a second, partial wave would idle most
+/// of the device while it runs.
 pub fn pair_threads(positions: usize, sm_count: u32, resident: usize) -> usize {
     positions
         .div_ceil(PAIR_POSITIONS)
@@ -797,7 +788,6 @@ mod tests {
         assert_eq!(pair_threads(1 << 26, 132, 384), 132 * 384);
         assert_eq!(pair_threads(1 << 20, 132, 384), (1 << 20) / PAIR_POSITIONS);
         assert_eq!(pair_threads(0, 132, 384), 1);
-        assert_eq!((pair_resident(192), pair_resident(384)), (384, 256));
     }
 
     #[test]

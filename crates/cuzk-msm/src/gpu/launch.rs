@@ -700,9 +700,18 @@ pub(super) fn pair_level<C: MsmCurve>(
         key_base,
     };
     let kernels = &k.curve::<C>().pairs;
-    let resident = crate::plan::pair_resident(std::mem::size_of::<C::XyzzRepr>());
+    // One wave: as many threads as the driver says fit at once (the kernels' registers decide
+    // it: 3 blocks of 128 per SM for G1 on sm_90, 2 for G2).
+    let resident = |kernel: &Kernel| -> Result<usize, MsmError> {
+        let blocks = kernel.max_active_blocks_per_sm(CURVE_BLOCK, 0)?.max(1);
+        Ok(blocks as usize * CURVE_BLOCK as usize)
+    };
+    let kernel = match &input {
+        PairInput::Sorted { .. } => &kernels.sorted,
+        PairInput::Keyed { .. } => &kernels.keyed,
+    };
     let cfg = threads(
-        crate::plan::pair_threads(positions, k.sm_count, resident),
+        crate::plan::pair_threads(positions, k.sm_count, resident(kernel)?),
         CURVE_BLOCK,
     );
     match input {
