@@ -44,7 +44,8 @@ pub struct BundleArgs {
     pub arch: Vec<String>,
     /// A variant kernel image to ship beside the default one (repeatable): its preprocessor
     /// definitions, comma-separated (`NAME[=VALUE]`, as `build-kernels --define`). Each goes
-    /// xz-packed to `kernels-<definitions>/`; `run-variants` compares them all.
+    /// xz-packed to `kernels-<definitions>/` (the architecture's cubin when the bundle has one
+    /// architecture, else the image); `run-variants` compares them all.
     #[arg(long = "variant", value_name = "NAME[=VALUE],...")]
     pub variants: Vec<String>,
 }
@@ -88,7 +89,13 @@ pub fn build(args: &BundleArgs) -> Result<PathBuf> {
             .context("a variant image's folder")?;
         let out = dir.join(name);
         fs::create_dir_all(&out)?;
-        xz_into(&image, &out.join(format!("{}.xz", kernels::IMAGE_FILE)))?;
+        // A variant runs on the bundle's GPU only, so with one architecture it ships that
+        // architecture's cubin (the driver loads it as it loads the fatbin), a third of the
+        // image: the image's PTX would be JIT-compiled only for other GPUs.
+        match variant_cubin(&image, &args.arch)? {
+            Some(cubin) => xz_into(&cubin, &out.join("cuzk.cubin.xz"))?,
+            None => xz_into(&image, &out.join(format!("{}.xz", kernels::IMAGE_FILE)))?,
+        }
     }
     for (name, exe) in &tests {
         install_packed(exe, &dir.join("tests").join(name))?;
@@ -348,6 +355,23 @@ fn install_packed(from: &Path, to: &Path) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The cached cubin of a variant image built for exactly one architecture (named by the key
+/// in the image's stamp), if there is one.
+fn variant_cubin(image: &Path, archs: &[String]) -> Result<Option<PathBuf>> {
+    let [arch] = archs else {
+        return Ok(None);
+    };
+    let dir = image.parent().context("a variant image's folder")?;
+    let stamp = fs::read_to_string(dir.join(format!("{}.stamp", kernels::IMAGE_FILE)))?;
+    let Some(key) = stamp.lines().find_map(|l| l.strip_prefix("key=")) else {
+        return Ok(None);
+    };
+    let cubin = dir
+        .join("cache")
+        .join(format!("{}-{arch}.cubin", &key[..16.min(key.len())]));
+    Ok(cubin.is_file().then_some(cubin))
 }
 
 /// Writes `from` xz-packed to `to` (variant kernel images: a fatbin packs to about 40%).
