@@ -441,19 +441,24 @@ fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
 /// Generated bases of `n` points, random and sparse scalars with `cfg`, checked in linear time.
 fn msm_at_size<C: MsmCurve>(n: usize, cfg: &MsmConfig, seed: u64) {
     let g = gpu();
+    let bases = timed(&format!("{} generate {n} bases", C::NAME), || {
+        let b = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
+        g.stream.synchronize().unwrap();
+        b
+    });
+    for (i, scalars) in [
+        random_scalars(n, seed + 1),
+        sparse_scalars(n, 0.49, 0.5, seed + 2),
+    ]
+    .into_iter()
+    .enumerate()
     {
-        let bases = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
-        for (i, scalars) in [
-            random_scalars(n, seed + 1),
-            sparse_scalars(n, 0.3, 0.3, seed + 2),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
-            let got = run::<C>(&bases, &to_reprs(&scalars), Via::Pinned, cfg).unwrap();
-            assert_eq!(got, want, "{} {cfg:?}, n = {n}, set {i}", C::NAME);
-        }
+        let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
+        let reprs = to_reprs(&scalars);
+        let got = timed(&format!("{} MSM of {n}", C::NAME), || {
+            run::<C>(&bases, &reprs, Via::Pinned, cfg).unwrap()
+        });
+        assert_eq!(got, want, "{} {cfg:?}, n = {n}, set {i}", C::NAME);
     }
 }
 
@@ -597,26 +602,7 @@ fn gpu_every_window_width_and_bad_inputs() {
 }
 
 fn spot<C: MsmCurve>(n: usize, seed: u64) {
-    let g = gpu();
-    let bases = timed(&format!("{} generate 2^24-ish bases", C::NAME), || {
-        let b = g.engine.generate_bases::<C>(&g.stream, n, seed).unwrap();
-        g.stream.synchronize().unwrap();
-        b
-    });
-    for (i, scalars) in [
-        random_scalars(n, seed + 1),
-        sparse_scalars(n, 0.49, 0.5, seed + 2),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let want = generated_msm::<C>(&scalars, seed, GEN_POINTS_PER_THREAD);
-        let reprs = to_reprs(&scalars);
-        let got = timed(&format!("{} MSM of {n}", C::NAME), || {
-            run::<C>(&bases, &reprs, Via::Pinned, &MsmConfig::default()).unwrap()
-        });
-        assert_eq!(got, want, "{} spot check n = {n}, set {i}", C::NAME);
-    }
+    msm_at_size::<C>(n, &MsmConfig::default(), seed);
 }
 
 #[test]
