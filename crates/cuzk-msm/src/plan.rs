@@ -299,11 +299,12 @@ impl Plan {
                 ..*input
             },
         ];
-        for c in candidates {
-            if c.affine_levels == 0 && !c.radix_sort {
-                break;
+        for (i, c) in candidates.iter().enumerate() {
+            // The plain plan is known; a candidate equal to an earlier one was tried.
+            if (c.affine_levels == 0 && !c.radix_sort) || candidates[..i].contains(c) {
+                continue;
             }
-            if let Ok(p) = Self::fit(&c) {
+            if let Ok(p) = Self::fit(c) {
                 if (p.bits, p.pass_windows, p.chunk)
                     == (plain.bits, plain.pass_windows, plain.chunk)
                 {

@@ -257,9 +257,7 @@ impl MsmEngine {
         }
         mark(profile, 7)
     }
-}
 
-impl MsmEngine {
     /// The bucket accumulation of one chunk with pair levels: for each window of the pass,
     /// `plan.affine_levels` batch-affine pair levels over its sorted entries (each halving
     /// every bucket), then the segmented reduction over what they leave. `len`: the chunk's
