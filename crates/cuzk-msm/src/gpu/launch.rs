@@ -706,65 +706,51 @@ pub(super) fn pair_level<C: MsmCurve>(
         let blocks = kernel.max_active_blocks_per_sm(CURVE_BLOCK, 0)?.max(1);
         Ok(blocks as usize * CURVE_BLOCK as usize)
     };
-    let kernel = match &input {
-        PairInput::Sorted { .. } => &kernels.sorted,
-        PairInput::Keyed { .. } => &kernels.keyed,
+    // The entries: the sort's interleaved pairs and the bases (the first level), or the keys
+    // and points of the level before.
+    let (kernel, entries, points) = match input {
+        PairInput::Sorted { pairs, bases } => {
+            assert!(pairs.len() >= 2 * positions);
+            (&kernels.sorted, pairs, bases)
+        }
+        PairInput::Keyed { keys, pts } => {
+            assert!(keys.len() >= positions && pts.len() >= positions);
+            (&kernels.keyed, keys, pts)
+        }
     };
     let cfg = threads(
         crate::plan::pair_threads(positions, k.sm_count, resident(kernel)?),
         CURVE_BLOCK,
     );
-    match input {
-        PairInput::Sorted { pairs, bases } => {
-            assert!(pairs.len() >= 2 * positions);
-            // SAFETY: `cuzk_msm_{g1,g2}_pair_level_sorted(const uint32_t* pairs, const
-            // affine_t<F>* bases, const uint32_t* cnt, const uint32_t* cursor, PairParams p,
-            // const uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F
-            // matching `C::AffineRepr`, a thread per point. It reads cnt, cursor and out_start
-            // below p.nb (checked above); the window's entries lie between cursor[0] − cnt[0]
-            // and cursor[nb − 1], a range of the chunk's sorted pairs, which the sort wrote and
-            // which holds at most `positions` (the chunk's points, one digit per window) pairs
-            // (checked above); base indices come from this MSM's points. Bucket b writes
-            // ceil(cnt[b] / 2) slots from out_start[b], the scan of those counts, so below
-            // their sum, at most `pair_outputs(positions, nb, 1)`, which both outputs hold
-            // (checked above). Each slot has one writer.
-            unsafe {
-                stream
-                    .launch(&kernels.sorted)
-                    .buf(pairs)
-                    .buf(bases)
-                    .view(cnt)
-                    .view(start)
-                    .arg(&p)
-                    .buf(out_start)
-                    .buf_mut(out_keys)
-                    .buf_mut(out_pts)
-                    .launch(cfg)
-            }?;
-        }
-        PairInput::Keyed { keys, pts } => {
-            assert!(keys.len() >= positions && pts.len() >= positions);
-            // SAFETY: `cuzk_msm_{g1,g2}_pair_level_keyed(const uint32_t* keys, const
-            // affine_t<F>* pts, const uint32_t* cnt, const uint32_t* start, PairParams p,
-            // const uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F as
-            // above. The window's entries are [0, start[nb − 1] + cnt[nb − 1]), what the level
-            // before wrote, at most `positions` ≤ both input lengths (checked above); writes
-            // as above. Inputs and outputs are different buffers.
-            unsafe {
-                stream
-                    .launch(&kernels.keyed)
-                    .buf(keys)
-                    .buf(pts)
-                    .view(cnt)
-                    .view(start)
-                    .arg(&p)
-                    .buf(out_start)
-                    .buf_mut(out_keys)
-                    .buf_mut(out_pts)
-                    .launch(cfg)
-            }?;
-        }
-    }
+    // SAFETY: `cuzk_msm_{g1,g2}_pair_level_{sorted,keyed}(const uint32_t* entries, const
+    // affine_t<F>* points, const uint32_t* cnt, const uint32_t* start, PairParams p, const
+    // uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F matching
+    // `C::AffineRepr`, a thread per point. Both read cnt, start and out_start below p.nb
+    // (checked above).
+    // - sorted: entries are the chunk's sorted (key, value) pairs and points the bases; the
+    //   window's entries lie between start[0] − cnt[0] and start[nb − 1] (the scatter's
+    //   cursors, or the scan plus the counts after a radix sort), a range the sort wrote, at
+    //   most `positions` pairs (the chunk's points, one digit per window; checked above), and
+    //   the base indices come from this MSM's points;
+    // - keyed: entries and points are the keys and points of the level before, the window's
+    //   entries [0, start[nb − 1] + cnt[nb − 1]), what that level wrote, at most `positions`
+    //   ≤ both lengths (checked above), in buffers other than the outputs.
+    // Bucket b writes ceil(cnt[b] / 2) slots from out_start[b], the scan of those counts, so
+    // below their sum, at most `pair_outputs(positions, nb, 1)`, which both outputs hold
+    // (checked above). Each slot has one writer.
+    unsafe {
+        stream
+            .launch(kernel)
+            .buf(entries)
+            .buf(points)
+            .view(cnt)
+            .view(start)
+            .arg(&p)
+            .buf(out_start)
+            .buf_mut(out_keys)
+            .buf_mut(out_pts)
+            .launch(cfg)
+    }?;
     Ok(())
 }
 
