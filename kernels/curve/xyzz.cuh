@@ -130,6 +130,35 @@ __device__ __forceinline__ void store_xyzz<fp2_lane_t>(xyzz_t<fp2_t>* p,
     store16(h + 6, v.zzz.h);
 }
 
+// One coordinate, or an affine point, in and out of memory in the layout of `mem_t<F>` (the
+// batch-affine pair levels store coordinates apart); lane pairs again touch their own halves.
+template <class F>
+__device__ __forceinline__ F load_coord(const mem_t<F>* p) {
+    return load16(p);
+}
+template <class F>
+__device__ __forceinline__ void store_coord(mem_t<F>* p, const F& v) {
+    store16(p, v);
+}
+template <class F>
+__device__ __forceinline__ void store_affine(affine_t<mem_t<F>>* p, const affine_t<F>& v) {
+    store16(p, v);
+}
+template <>
+__device__ __forceinline__ fp2_lane_t load_coord<fp2_lane_t>(const fp2_t* p) {
+    return fp2_lane_t{load16(reinterpret_cast<const fp_t*>(p) + (lane_pair::odd() ? 1 : 0))};
+}
+template <>
+__device__ __forceinline__ void store_coord<fp2_lane_t>(fp2_t* p, const fp2_lane_t& v) {
+    store16(reinterpret_cast<fp_t*>(p) + (lane_pair::odd() ? 1 : 0), v.h);
+}
+template <>
+__device__ __forceinline__ void store_affine<fp2_lane_t>(affine_t<fp2_t>* p,
+                                                         const affine_t<fp2_lane_t>& v) {
+    store_coord<fp2_lane_t>(&p->x, v.x);
+    store_coord<fp2_lane_t>(&p->y, v.y);
+}
+
 template <class F>
 __device__ __forceinline__ bool is_identity(const affine_t<F>& p) {
     return is_zero(p.y);

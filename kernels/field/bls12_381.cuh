@@ -550,4 +550,14 @@ __device__ __forceinline__ fp2_t inv<fp2_t>(fp2_t a) {
     return r;
 }
 
+// The same on lane pairs: each lane squares its half, the pair adds the two squares into the
+// norm, both lanes invert it (the same value, so the same path), and the odd lane negates.
+template <>
+__device__ __forceinline__ fp2_lane_t inv<fp2_lane_t>(fp2_lane_t a) {
+    const fp_t s = sqr(a.h);
+    const fp_t t = inv(add(s, lane_pair::partner(s)));
+    const fp_t m = mul(a.h, t);
+    return fp2_lane_t{lane_pair::odd() ? neg(m) : m};
+}
+
 }  // namespace cuzk

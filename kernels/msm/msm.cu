@@ -62,42 +62,44 @@ CUZK_MSM_CURVE_KERNELS(g2, cuzk::fp2_lane_t, (128), level_inline)
 
 // The batch-affine pair levels (msm/pairs.cuh). pair_level_sorted: the window's entries are
 // the sort's (key, value) pairs, bucket b's cnt[b] of them ending at cursor[b];
-// pair_level_keyed: keys[i] and pts[i], bucket b's from start[b]. Both: b < p.nb is
-// key − p.key_base, bucket b's outputs go to out_start[b] onwards (ceil(cnt[b] / 2) of them).
-// A thread per point in both groups (F: fp_t or fp2_t), grid-stride; each thread's pairs share
-// one inversion, so the grid is sized for long batches. level_points: as level_xyzz, over keyed
-// affine points (identities skipped), with the groups' accumulation layout (LANE_F: G2 on lane
-// pairs).
-#define CUZK_MSM_PAIR_KERNELS(NAME, F, LANE_F, LEVEL, BOUNDS)                                  \
+// pair_level_keyed: pts[i], bucket b's from start[b]. Both: slot s's bucket is keys[s] −
+// p.key_base < p.nb (cuzk_msm_slot_keys wrote them), bucket b's outputs go to out_start[b]
+// onwards (ceil(cnt[b] / 2) of them). A work item per slot (F: fp_t, a thread; fp2_lane_t, a
+// lane pair), grid-stride over the slots; each item's pairs share one inversion, so the grid
+// is sized for long batches. level_points: as level_xyzz, over keyed affine points
+// (identities skipped), in the same layout. Points in memory are affine_t<mem_t<F>>.
+#define CUZK_MSM_PAIR_KERNELS(NAME, F, LEVEL, BOUNDS)                                          \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_pair_level_sorted(   \
-        const uint32_t* pairs, const affine_t<F>* bases, const uint32_t* cnt,                  \
-        const uint32_t* cursor, PairParams p, const uint32_t* out_start, uint32_t* out_keys,   \
-        affine_t<F>* out_pts) {                                                                \
+        const uint32_t* pairs, const affine_t<cuzk::mem_t<F>>* bases, const uint32_t* cnt,     \
+        const uint32_t* cursor, PairParams p, const uint32_t* out_start, const uint32_t* keys, \
+        affine_t<cuzk::mem_t<F>>* out_pts) {                                                   \
         cuzk::msm::SortedEntries<F> in{pairs, bases};                                          \
-        cuzk::msm::pair_level<F>(in, cnt, cursor, p, out_start, out_keys, out_pts);            \
+        cuzk::msm::pair_level<F>(in, cnt, cursor, p, out_start, keys, out_pts);                \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_pair_level_keyed(    \
-        const uint32_t* keys, const affine_t<F>* pts, const uint32_t* cnt,                     \
-        const uint32_t* start, PairParams p, const uint32_t* out_start, uint32_t* out_keys,    \
-        affine_t<F>* out_pts) {                                                                \
-        cuzk::msm::KeyedEntries<F> in{keys, pts};                                              \
-        cuzk::msm::pair_level<F>(in, cnt, start, p, out_start, out_keys, out_pts);             \
+        const affine_t<cuzk::mem_t<F>>* pts, const uint32_t* cnt, const uint32_t* start,       \
+        PairParams p, const uint32_t* out_start, const uint32_t* keys,                         \
+        affine_t<cuzk::mem_t<F>>* out_pts) {                                                   \
+        cuzk::msm::KeyedEntries<F> in{pts};                                                    \
+        cuzk::msm::pair_level<F>(in, cnt, start, p, out_start, keys, out_pts);                 \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(128) cuzk_msm_##NAME##_level_points(          \
-        const uint32_t* keys, const affine_t<F>* pts, const uint32_t* m_in, LevelParams p,     \
-        xyzz_t<F>* buckets, uint32_t* out_keys, xyzz_t<F>* out_pts, uint32_t* m_out) {         \
-        cuzk::msm::PointSource<LANE_F> src{pts};                                               \
-        cuzk::msm::LEVEL<LANE_F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);       \
+        const uint32_t* keys, const affine_t<cuzk::mem_t<F>>* pts, const uint32_t* m_in,       \
+        LevelParams p, xyzz_t<cuzk::mem_t<F>>* buckets, uint32_t* out_keys,                    \
+        xyzz_t<cuzk::mem_t<F>>* out_pts, uint32_t* m_out) {                                    \
+        cuzk::msm::PointSource<F> src{pts};                                                    \
+        cuzk::msm::LEVEL<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
     }
 
 // BOUNDS of the pair kernels: G1 takes 146–148 registers uncapped (3 blocks of 128 per SM);
 // an image built with CUZK_G1_PAIR_MIN_BLOCKS=k caps them for k blocks (a variant to measure:
-// 4 blocks means 128 registers). G2, at 254 registers, is not capped.
+// 4 blocks means 128 registers). G2 runs on lane pairs, a point in about the registers of a
+// G1 point, uncapped.
 #ifdef CUZK_G1_PAIR_MIN_BLOCKS
-CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level, (128, CUZK_G1_PAIR_MIN_BLOCKS))
+CUZK_MSM_PAIR_KERNELS(g1, fp_t, level, (128, CUZK_G1_PAIR_MIN_BLOCKS))
 #else
-CUZK_MSM_PAIR_KERNELS(g1, fp_t, fp_t, level, (128))
+CUZK_MSM_PAIR_KERNELS(g1, fp_t, level, (128))
 #endif
-CUZK_MSM_PAIR_KERNELS(g2, fp2_t, cuzk::fp2_lane_t, level_inline, (128))
+CUZK_MSM_PAIR_KERNELS(g2, cuzk::fp2_lane_t, level_inline, (128))
 
 #undef CUZK_MSM_PAIR_KERNELS

@@ -4,14 +4,16 @@
 //! once its denominator is inverted and the batch adds 3M, so a pair costs about 6
 //! multiplications where an XYZZ mixed addition costs 10; a level halves every bucket, and
 //! after the planned number of levels the segmented reduction of msm/level.cuh (with
-//! `PointSource`) adds what is left into the buckets. Instantiated by msm/msm.cu (G1).
+//! `PointSource`) adds what is left into the buckets. Instantiated by msm/msm.cu: G1 a thread
+//! per slot, G2 a lane pair per slot (`fp2_lane_t`: both lanes walk the same slots, and every
+//! decision combines both halves, so a pair never splits).
 //!
 //! Layout of one level, for the nb buckets of one window: bucket b's entries are the `cnt[b]`
 //! consecutive entries from `begin(b)`; entry pairs (begin + 2j, begin + 2j + 1) go to output
 //! slot `out_start[b] + j`, and an odd last entry is copied to the slot after them, so the
 //! output holds ceil(cnt[b] / 2) entries of bucket b from `out_start[b]`, which the host makes
-//! the exclusive scan of those halved counts. Every output slot has exactly one writer: the
-//! thread at the pair's (or the copy's) first entry.
+//! the exclusive scan of those halved counts. `cuzk_msm_slot_keys` (msm/sort.cu) writes every
+//! slot's key first; the level then has a thread for each slot in turn, its only writer.
 #pragma once
 
 #include "msm/level.cuh"
@@ -32,30 +34,30 @@ struct SortedEntries {
     const uint32_t* pairs;
     const affine_t<mem_t<F>>* bases;
     static constexpr bool FROM_CURSORS = true;
-    __device__ __forceinline__ uint32_t key(uint64_t i) const { return pairs[2 * i]; }
-    __device__ __forceinline__ F x(uint64_t i) const {
-        return load16(&bases[pairs[2 * i + 1] & INDEX_MASK].x);
+    // An entry's reference: the sort's value, base index | sign.
+    using Ref = uint32_t;
+    __device__ __forceinline__ Ref ref(uint64_t i) const { return pairs[2 * i + 1]; }
+    __device__ __forceinline__ F x(Ref v) const {
+        return load_coord<F>(&bases[v & INDEX_MASK].x);
     }
-    __device__ __forceinline__ affine_t<F> point(uint64_t i) const {
-        const uint32_t v = pairs[2 * i + 1];
+    __device__ __forceinline__ affine_t<F> point(Ref v) const {
         affine_t<F> p = load_affine<F>(&bases[v & INDEX_MASK]);
         if (v & ~INDEX_MASK) p.y = neg(p.y);
         return p;
     }
 };
 
-// Entries of later levels: what the level before wrote, keys and affine points apart, with
-// bucket b's entries beginning at start[b].
+// Entries of later levels: the affine points the level before wrote, bucket b's beginning at
+// start[b].
 template <class F>
 struct KeyedEntries {
-    const uint32_t* keys;
     const affine_t<mem_t<F>>* pts;
     static constexpr bool FROM_CURSORS = false;
-    __device__ __forceinline__ uint32_t key(uint64_t i) const { return keys[i]; }
-    __device__ __forceinline__ F x(uint64_t i) const { return load16(&pts[i].x); }
-    __device__ __forceinline__ affine_t<F> point(uint64_t i) const {
-        return load_affine<F>(&pts[i]);
-    }
+    // An entry's reference: its position.
+    using Ref = uint64_t;
+    __device__ __forceinline__ Ref ref(uint64_t i) const { return i; }
+    __device__ __forceinline__ F x(Ref i) const { return load_coord<F>(&pts[i].x); }
+    __device__ __forceinline__ affine_t<F> point(Ref i) const { return load_affine<F>(&pts[i]); }
 };
 
 // Entries for the segmented reduction after the pair levels: keyed affine points, identities
@@ -116,75 +118,161 @@ __device__ __forceinline__ affine_t<F> affine_identity() {
     return r;
 }
 
-// One pair level over the entries of one window, grid-stride: thread t visits positions
-// lo + t, lo + t + T, ... (T threads), so that each thread's pairs form one long batch. The
-// forward walk writes each slot's key, copies and inversion-free sums, and for the others
+// Whether the pair levels pipeline their slots' loads (`SlotWalk`): a variant being measured,
+// built with CUZK_PAIR_PIPELINE.
+#ifdef CUZK_PAIR_PIPELINE
+constexpr bool PAIR_PIPELINE = true;
+#else
+constexpr bool PAIR_PIPELINE = false;
+#endif
+
+// One thread's walk over its slots of a pair level, s0, s0 + d, s0 + 2d, ... (d = ±T, `n`
+// slots), yielding each slot's entry references. Finding them takes four loads, each
+// depending on the one before: the slot's key (its bucket b), b's bounds (cnt, begin,
+// out_start), the sort's values (the first level only) and then the coordinates, which the
+// caller loads. Direct, `take` does the first three for the slot it yields. PIPELINED, each
+// `take` issues the loads behind slot s + d's references, s + 2d's bounds and s + 3d's key,
+// whose inputs arrived while the slot before computed, so that a slot waits only for its
+// coordinates.
+template <class Entries, bool PIPELINED>
+struct SlotWalk {
+    using Ref = typename Entries::Ref;
+    struct Slot {
+        uint64_t at;  // the output slot
+        Ref a, b;     // its entries (b = a for a copy)
+        bool pair;    // whether it has two
+    };
+    Entries in;
+    const uint32_t* keys;
+    const uint32_t* cnt;
+    const uint32_t* start;
+    const uint32_t* out_start;
+    uint32_t key_base;
+    uint64_t s, d, left;  // the next slot to yield, the stride (two's complement), slots left
+    // Pipelined stages: slot s's references, slot s + d's bucket bounds, slot s + 2d's key.
+    Slot next;
+    uint32_t os, c;
+    uint64_t bg;
+    uint32_t key;
+
+    __device__ __forceinline__ SlotWalk(const Entries& in_, const uint32_t* keys_,
+                                        const uint32_t* cnt_, const uint32_t* start_,
+                                        const uint32_t* out_start_, uint32_t key_base_,
+                                        uint64_t s0, uint64_t d_, uint64_t n)
+        : in(in_), keys(keys_), cnt(cnt_), start(start_), out_start(out_start_),
+          key_base(key_base_), s(s0), d(d_), left(n) {
+        if (!PIPELINED || n == 0) return;
+        bounds(keys[s0]);
+        next = slot_at(s0);
+        if (n > 1) bounds(keys[s0 + d]);
+        if (n > 2) key = keys[s0 + 2 * d];
+    }
+
+    // Bucket bounds of the slot with this key, into the stage.
+    __device__ __forceinline__ void bounds(uint32_t k) {
+        const uint32_t b = k - key_base;
+        c = cnt[b];
+        os = out_start[b];
+        bg = Entries::FROM_CURSORS ? start[b] - c : start[b];
+    }
+
+    // Slot t's references, given its bucket's bounds in the stage: slot os + j takes entries
+    // bg + 2j and, unless that is the bucket's odd last one, the next.
+    __device__ __forceinline__ Slot slot_at(uint64_t t) const {
+        const uint64_t rel = 2 * (t - os);
+        const uint64_t i = bg + rel;
+        Slot r;
+        r.at = t;
+        r.pair = rel + 1 < c;
+        r.a = in.ref(i);
+        r.b = r.pair ? in.ref(i + 1) : r.a;
+        return r;
+    }
+
+    // The next slot (`left` must be non-zero).
+    __device__ __forceinline__ Slot take() {
+        Slot r;
+        if (PIPELINED) {
+            r = next;
+            if (left > 1) next = slot_at(s + d);   // bounds of s + d, loaded a slot ago
+            if (left > 2) bounds(key);             // key of s + 2d, loaded a slot ago
+            if (left > 3) key = keys[s + 3 * d];
+        } else {
+            bounds(keys[s]);
+            r = slot_at(s);
+        }
+        s += d;
+        --left;
+        return r;
+    }
+};
+
+// One pair level over the entries of one window, grid-stride over its output slots: work item
+// t (a thread, or a lane pair for fp2_lane_t) takes slots t, t + T, ... (T items), so that
+// each item's pairs form one long batch and every lane of a warp has a slot to fill (a slot is
+// one pair or one copy). The slot's key is
+// already in `keys` (`cuzk_msm_slot_keys`), which names its bucket b; slot out_start[b] + j
+// takes the bucket's entries begin(b) + 2j and, unless that is its odd last one, the next
+// (`SlotWalk`). The forward walk writes copies and inversion-free sums, and for the others
 // stores the product of the thread's earlier denominators in the slot's x; one inversion
-// follows; the backward walk turns each stored product into its pair's inverse and writes
-// the sum over it. The forward walk reads only the x coordinates of a pair whose x are
-// distinct and non-zero (an addition whatever the y: the identity is (0, 0)), two of a
-// point's three 32-byte sectors; `classify` on whole points decides the rest the same way.
+// follows; the backward walk turns each stored product into its pair's inverse and writes the
+// sum over it. The forward walk reads only the x coordinates of a pair whose x are distinct
+// and non-zero (an addition whatever the y: the identity is (0, 0)), two of a point's three
+// 32-byte sectors; `classify` on whole points decides the rest the same way.
 template <class F, class Entries>
 __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cnt,
                                            const uint32_t* start, PairParams p,
-                                           const uint32_t* out_start, uint32_t* out_keys,
+                                           const uint32_t* out_start, const uint32_t* keys,
                                            affine_t<mem_t<F>>* out_pts) {
-    auto begin = [&](uint32_t b) -> uint64_t {
-        return Entries::FROM_CURSORS ? start[b] - cnt[b] : start[b];
-    };
-    const uint64_t lo = begin(0);
-    const uint64_t hi = begin(p.nb - 1) + cnt[p.nb - 1];
-    const uint64_t first = lo + thread_index(), step = thread_count();
-    if (first >= hi) return;
-    const uint64_t last = first + (hi - 1 - first) / step * step;
+    using Walk = SlotWalk<Entries, PAIR_PIPELINE>;
+    const uint32_t nb1 = p.nb - 1;
+    const uint64_t slots = out_start[nb1] + cnt[nb1] / 2 + (cnt[nb1] & 1);
+    const uint64_t first = item_index<F>(), step = thread_count() / lane_layout<F>::count;
+    if (first >= slots) return;
+    const uint64_t n = (slots - 1 - first) / step + 1;
+    const uint64_t last = first + (n - 1) * step;
     F acc = one<F>();
+    Walk fwd(in, keys, cnt, start, out_start, p.key_base, first, step, n);
 #pragma unroll 1
-    for (uint64_t i = first; i < hi; i += step) {
-        const uint32_t key = in.key(i);
-        const uint32_t b = key - p.key_base;
-        const uint64_t rel = i - begin(b);
-        if (rel & 1) continue;
-        const uint64_t slot = out_start[b] + rel / 2;
-        out_keys[slot] = key;
-        if (rel + 1 == cnt[b]) {
-            store16(&out_pts[slot], in.point(i));
+    while (fwd.left > 0) {
+        const typename Walk::Slot t = fwd.take();
+        if (!t.pair) {
+            store_affine<F>(&out_pts[t.at], in.point(t.a));
             continue;
         }
-        const F x1 = in.x(i), x2 = in.x(i + 1);
+        const F x1 = in.x(t.a), x2 = in.x(t.b);
         F den;
         if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
             den = sub(x2, x1);
         } else {
-            const affine_t<F> pt = in.point(i);
-            const affine_t<F> qt = in.point(i + 1);
+            const affine_t<F> pt = in.point(t.a);
+            const affine_t<F> qt = in.point(t.b);
             const uint32_t kind = classify(pt, qt, den);
             if (kind < ADD) {
-                store16(&out_pts[slot],
-                        kind == TAKE_P ? pt : kind == TAKE_Q ? qt : affine_identity<F>());
+                store_affine<F>(&out_pts[t.at], kind == TAKE_P   ? pt
+                                                : kind == TAKE_Q ? qt
+                                                                 : affine_identity<F>());
                 continue;
             }
         }
-        store16(&out_pts[slot].x, acc);
+        store_coord<F>(&out_pts[t.at].x, acc);
         acc = pmul(acc, den);
     }
     F inv_acc = inv(acc);  // 1 / (product of every denominator of the thread)
+    Walk back(in, keys, cnt, start, out_start, p.key_base, last, 0 - step, n);
 #pragma unroll 1
-    for (uint64_t i = last;; i -= step) {
-        const uint32_t b = in.key(i) - p.key_base;
-        const uint64_t rel = i - begin(b);
-        if ((rel & 1) == 0 && rel + 1 < cnt[b]) {
-            const affine_t<F> pt = in.point(i);
-            const affine_t<F> qt = in.point(i + 1);
-            F den;
-            const uint32_t kind = classify(pt, qt, den);
-            if (kind >= ADD) {
-                const uint64_t slot = out_start[b] + rel / 2;
-                const F inv_den = pmul(inv_acc, load16(&out_pts[slot].x));
-                inv_acc = pmul(inv_acc, den);
-                store16(&out_pts[slot], pair_sum(pt, qt, kind, inv_den));
-            }
+    while (back.left > 0) {
+        const typename Walk::Slot t = back.take();
+        if (!t.pair) continue;
+        const affine_t<F> pt = in.point(t.a);
+        const affine_t<F> qt = in.point(t.b);
+        F den;
+        const uint32_t kind = classify(pt, qt, den);
+        if (kind >= ADD) {
+            const F inv_den = pmul(inv_acc, load_coord<F>(&out_pts[t.at].x));
+            inv_acc = pmul(inv_acc, den);
+            store_affine<F>(&out_pts[t.at], pair_sum(pt, qt, kind, inv_den));
         }
-        if (i == first) break;
     }
 }
 

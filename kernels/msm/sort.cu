@@ -1,8 +1,9 @@
 //! The curve-independent half of the MSM: scalars out of Montgomery form and sorted into 0, 1
 //! and the rest, signed window digits, and a counting sort of (bucket, point) pairs.
 //! Exported: cuzk_msm_prepare, cuzk_msm_histogram, cuzk_msm_scatter, cuzk_msm_scan_tiles,
-//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_add_counts, and the
-//! radix sort that can stand in for the scatter: cuzk_msm_radix_{digits,histogram,scatter}.
+//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_slot_keys,
+//! cuzk_msm_add_counts, and the radix sort that can stand in for the scatter:
+//! cuzk_msm_radix_{digits,histogram,scatter}.
 #include "msm/digits.cuh"
 #include "msm/radix.cuh"
 
@@ -171,6 +172,25 @@ extern "C" __global__ void cuzk_msm_scan_add(uint32_t* out, uint32_t len,
 extern "C" __global__ void cuzk_msm_halve_counts(const uint32_t* in, uint32_t n, uint32_t* out) {
     for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count())
         out[i] = in[i] / 2 + (in[i] & 1);
+}
+
+// The keys of a pair level's output slots (msm/pairs.cuh): bucket b < n's half[b] =
+// ceil(cnt[b] / 2) slots from out_start[b] (the exclusive scan of `half`) get key_base + b,
+// before the level runs, so that its threads can take slots rather than entries. A thread per
+// slot, grid-stride over the out_start[n − 1] + half[n − 1] slots: slot s belongs to the last
+// bucket whose start is at most s (a bucket without slots starts where the next does), found
+// by binary search, so the work is spread evenly however the entries fall into buckets.
+extern "C" __global__ void cuzk_msm_slot_keys(const uint32_t* half, const uint32_t* out_start,
+                                              uint32_t n, uint32_t key_base, uint32_t* keys) {
+    const uint64_t total = (uint64_t)out_start[n - 1] + half[n - 1];
+    for (uint64_t s = cuzk::thread_index(); s < total; s += cuzk::thread_count()) {
+        uint32_t lo = 0, hi = n;  // out_start[lo] <= s, and s < out_start[hi] (or hi = n)
+        while (hi - lo > 1) {
+            const uint32_t mid = (lo + hi) / 2;
+            if (out_start[mid] <= s) lo = mid; else hi = mid;
+        }
+        keys[s] = key_base + lo;
+    }
 }
 
 // a[i] += b[i] for i < n: the histogram's exclusive scan plus the counts, the bucket ends the

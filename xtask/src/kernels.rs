@@ -121,9 +121,17 @@ pub fn build(args: &BuildKernelsArgs) -> Result<PathBuf> {
     let start = Instant::now();
     let archs = archs(args)?;
     let (defines, folder) = variant(&args.defines)?;
+    // A variant image is built to be measured on the GPUs at hand, so it holds their SASS only:
+    // the PTX for later GPUs would double its compile time for nothing.
+    let with_ptx = defines.is_empty();
     step(&format!(
-        "kernel image for {} + {PTX_ARCH} PTX{}",
+        "kernel image for {}{}{}",
         archs.join(", "),
+        if with_ptx {
+            format!(" + {PTX_ARCH} PTX")
+        } else {
+            String::new()
+        },
         if defines.is_empty() {
             String::new()
         } else {
@@ -153,7 +161,8 @@ pub fn build(args: &BuildKernelsArgs) -> Result<PathBuf> {
     let key = input_key(&kernels_dir, &gen_dir, &flags, &nvcc)?;
     let image = out_dir.join(IMAGE_FILE);
     let stamp_path = out_dir.join(format!("{IMAGE_FILE}.stamp"));
-    let stamp = format!("key={key}\narchs={}\nptx={PTX_ARCH}\n", archs.join(","));
+    let ptx_arch = if with_ptx { PTX_ARCH } else { "none" };
+    let stamp = format!("key={key}\narchs={}\nptx={ptx_arch}\n", archs.join(","));
     if !args.force
         && image.is_file()
         && fs::read_to_string(&stamp_path).ok().as_deref() == Some(&stamp)
@@ -176,14 +185,16 @@ pub fn build(args: &BuildKernelsArgs) -> Result<PathBuf> {
             out,
         });
     }
-    let ptx = cache_dir.join(format!("{short}-{PTX_ARCH}.ptx"));
-    parts.push((format!("ptx,sm={}", &PTX_ARCH[8..]), ptx.clone()));
-    jobs.push(Job {
-        label: format!("{PTX_ARCH} PTX"),
-        kind: "-ptx",
-        arch: format!("-arch={PTX_ARCH}"),
-        out: ptx,
-    });
+    if with_ptx {
+        let ptx = cache_dir.join(format!("{short}-{PTX_ARCH}.ptx"));
+        parts.push((format!("ptx,sm={}", &PTX_ARCH[8..]), ptx.clone()));
+        jobs.push(Job {
+            label: format!("{PTX_ARCH} PTX"),
+            kind: "-ptx",
+            arch: format!("-arch={PTX_ARCH}"),
+            out: ptx,
+        });
+    }
     if !args.force {
         jobs.retain(|j| !j.out.is_file());
     }

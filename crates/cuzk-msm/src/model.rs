@@ -209,80 +209,78 @@ fn pair_sum<F: Field>(p: &(F, F), q: &(F, F), kind: PairKind, inv_den: F) -> (F,
     (x, l * (p.0 - x) - p.1)
 }
 
+/// The keys of a pair level's output slots, as `cuzk_msm_slot_keys` in kernels/msm/sort.cu
+/// writes them (it finds each slot's bucket by binary search over `out_start`; the keys are
+/// the same): bucket b's ceil(cnt[b] / 2) slots from `out_start[b]` get `key_base + b`.
+/// Slots left unwritten keep `u32::MAX`, so that one shows.
+fn slot_keys(cnt: &[u32], out_start: &[usize], key_base: u32, outputs: usize) -> Vec<u32> {
+    let mut keys = vec![u32::MAX; outputs];
+    for (b, (&c, &at)) in cnt.iter().zip(out_start).enumerate() {
+        keys[at..at + c.div_ceil(2) as usize].fill(key_base + b as u32);
+    }
+    keys
+}
+
 /// One pair level over one window, thread by thread as `pair_level` in kernels/msm/pairs.cuh:
-/// `threads` threads visit the window's positions grid-stride, each batching the inversions
-/// of its pairs through the products it stores in its output slots (the kernel's shortcut,
-/// classifying from the x coordinates alone when they are distinct and non-zero, decides as
-/// `classify` does, so the model classifies whole points). Bucket b's `cnt[b]`
-/// entries begin at `begin[b]` of `keys`/`pts`, and its ceil(cnt[b] / 2) outputs at
-/// `out_start[b]`. Returns the output keys and points.
-#[allow(clippy::too_many_arguments)] // The kernel's parameter list.
+/// `threads` threads take the window's output slots grid-stride (`keys`, from `slot_keys`,
+/// naming each slot's bucket), each batching the inversions of its pairs through the
+/// products it stores in its slots (the kernel's shortcut, classifying from the x
+/// coordinates alone when they are distinct and non-zero, decides as `classify` does, so the
+/// model classifies whole points). Bucket b's `cnt[b]` entries begin at `begin[b]` of `pts`,
+/// and its ceil(cnt[b] / 2) outputs at `out_start[b]`. Returns the output points.
 fn pair_level<C: MsmCurve>(
-    keys: &[u32],
     pts: &[Coords<C>],
     cnt: &[u32],
     begin: &[usize],
     key_base: u32,
     out_start: &[usize],
-    outputs: usize,
+    keys: &[u32],
     threads: usize,
-) -> (Vec<u32>, Vec<Coords<C>>) {
+) -> Vec<Coords<C>> {
     let zero = <C::Base as Field>::ZERO;
     // Unwritten slots keep a mark no output can have (x = 1, y = 0 is not the identity's
     // encoding), so that a slot left unwritten shows.
-    let mut out_keys = vec![u32::MAX; outputs];
-    let mut out_pts = vec![(<C::Base as Field>::ONE, zero); outputs];
-    let nb = cnt.len();
-    let (lo, hi) = (begin[0], begin[nb - 1] + cnt[nb - 1] as usize);
+    let mut out_pts = vec![(<C::Base as Field>::ONE, zero); keys.len()];
+    // The slot's first entry, and whether a second follows it in its bucket.
+    let entry = |s: usize| -> (usize, bool) {
+        let b = (keys[s] - key_base) as usize;
+        let rel = 2 * (s - out_start[b]);
+        (begin[b] + rel, rel + 1 < cnt[b] as usize)
+    };
     for t in 0..threads {
-        let first = lo + t;
-        if first >= hi {
-            continue;
-        }
         let mut acc = <C::Base as Field>::ONE;
-        let mut visited = Vec::new();
-        for i in (first..hi).step_by(threads) {
-            visited.push(i);
-            let key = keys[i];
-            let b = (key - key_base) as usize;
-            let rel = i - begin[b];
-            if rel % 2 == 1 {
-                continue;
-            }
-            let slot = out_start[b] + rel / 2;
-            out_keys[slot] = key;
-            if rel + 1 == cnt[b] as usize {
-                out_pts[slot] = pts[i];
+        for s in (t..keys.len()).step_by(threads) {
+            let (i, pair) = entry(s);
+            if !pair {
+                out_pts[s] = pts[i];
                 continue;
             }
             let (kind, den) = classify(&pts[i], &pts[i + 1]);
             match kind {
-                PairKind::TakeP => out_pts[slot] = pts[i],
-                PairKind::TakeQ => out_pts[slot] = pts[i + 1],
-                PairKind::Cancel => out_pts[slot] = (zero, zero),
+                PairKind::TakeP => out_pts[s] = pts[i],
+                PairKind::TakeQ => out_pts[s] = pts[i + 1],
+                PairKind::Cancel => out_pts[s] = (zero, zero),
                 PairKind::Add | PairKind::Double => {
-                    out_pts[slot].0 = acc;
+                    out_pts[s].0 = acc;
                     acc *= den;
                 }
             }
         }
         let mut inv_acc = acc.invert().expect("no denominator is zero");
-        for &i in visited.iter().rev() {
-            let b = (keys[i] - key_base) as usize;
-            let rel = i - begin[b];
-            if rel % 2 == 1 || rel + 1 >= cnt[b] as usize {
+        for s in (t..keys.len()).step_by(threads).rev() {
+            let (i, pair) = entry(s);
+            if !pair {
                 continue;
             }
             let (kind, den) = classify(&pts[i], &pts[i + 1]);
             if matches!(kind, PairKind::Add | PairKind::Double) {
-                let slot = out_start[b] + rel / 2;
-                let inv_den = inv_acc * out_pts[slot].0;
+                let inv_den = inv_acc * out_pts[s].0;
                 inv_acc *= den;
-                out_pts[slot] = pair_sum(&pts[i], &pts[i + 1], kind, inv_den);
+                out_pts[s] = pair_sum(&pts[i], &pts[i + 1], kind, inv_den);
             }
         }
     }
-    (out_keys, out_pts)
+    out_pts
 }
 
 /// Exclusive scan of ceil(c / 2) over the counts, and the total.
@@ -332,14 +330,16 @@ fn pair_levels<C: MsmCurve>(
         for level in 0..plan.affine_levels {
             let (half, starts, total) = halved_starts(&cnt);
             assert!(total <= crate::plan::pair_outputs(len, nb, level + 1));
-            let positions = crate::plan::pair_outputs(len, nb, level);
-            let threads = crate::plan::pair_threads(positions, 1, 512);
-            (k, p) = pair_level::<C>(&k, &p, &cnt, &begin, key_base, &starts, total, threads);
+            let threads = crate::plan::pair_threads(total, 1, 512);
+            k = slot_keys(&cnt, &starts, key_base, total);
+            p = pair_level::<C>(&p, &cnt, &begin, key_base, &starts, &k, threads);
+            let unwritten = (<C::Base as Field>::ONE, <C::Base as Field>::ZERO);
+            assert!(!p.contains(&unwritten), "a slot's point was left unwritten");
             (cnt, begin) = (half, starts);
         }
         assert!(
             k.iter().all(|&key| key != u32::MAX),
-            "a slot was left unwritten"
+            "a slot's key was left unwritten"
         );
         chain::<C>(
             Some(&k),
@@ -702,10 +702,10 @@ mod tests {
                     .sum::<<G1 as MsmCurve>::Projective>()
             })
             .collect();
+        let k = slot_keys(&cnt, &starts, 40, total);
         for threads in [1, 2, 3, 5, 8, 20] {
-            let (k, p) =
-                pair_level::<G1>(&keys, &coords, &cnt, &begin, 40, &starts, total, threads);
-            assert_eq!(k.len(), total);
+            let p = pair_level::<G1>(&coords, &cnt, &begin, 40, &starts, &k, threads);
+            assert_eq!(p.len(), total);
             for b in 0..cnt.len() {
                 let outs = starts[b]..starts[b] + cnt[b].div_ceil(2) as usize;
                 assert!(k[outs.clone()].iter().all(|&key| key == 40 + b as u32));

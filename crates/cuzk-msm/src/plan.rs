@@ -45,10 +45,11 @@ pub const RADIX_TILE: usize = 4096;
 /// See [`RADIX_TILE`].
 pub const RADIX_DIGITS: usize = 256;
 
-/// Entries each thread of a pair level visits (about half of them start a pair), unless the
-/// level has too few to keep the device busy: one field inversion (about 570 multiplications)
-/// is shared by a thread's pairs, so short batches would spend more on it than they save.
-pub const PAIR_POSITIONS: usize = 512;
+/// The output slots (pairs or copies) a work item of a pair level takes where the level is
+/// small enough for that: one field inversion (about 570 multiplications) is shared by an
+/// item's pairs, so much shorter batches would spend more on it than they save. Levels with
+/// more slots than one wave of items times this get one wave, with longer batches.
+pub const PAIR_SLOTS: usize = 128;
 
 /// The window width for an MSM of `n` points with XYZZ points of `xyzz_bytes` (192 for G1,
 /// 384 for G2), from sweeps on the H200 (docs/perf.md).
@@ -255,15 +256,15 @@ pub fn pair_outputs(m: usize, nb: usize, level: u32) -> usize {
     out.min(m.max(1))
 }
 
-/// Threads of a pair level over at most `positions` entries on `sm_count` SMs with
-/// `resident` threads per SM (the driver's occupancy figure for the kernel; on sm_90 the G1
-/// pair kernels take 146–148 registers, 3 blocks of 128 threads, the G2 ones, a thread
-/// holding whole Fp2 coordinates, 254, 2 blocks): about [`PAIR_POSITIONS`] entries each, and at
-/// most one wave: every thread does the same work, so a second, partial wave would idle most
-/// of the device while it runs.
-pub fn pair_threads(positions: usize, sm_count: u32, resident: usize) -> usize {
-    positions
-        .div_ceil(PAIR_POSITIONS)
+/// Work items (a thread for G1, a lane pair for G2) of a pair level with at most `slots`
+/// output slots on `sm_count` SMs with `resident` work items per SM (the driver's occupancy
+/// figure for the kernel; on sm_90 the G1 pair kernels take 146–148 registers, 3 blocks of 128
+/// threads): about [`PAIR_SLOTS`] slots each, and at most one wave, with more slots each:
+/// every item does the same work, so a second, partial wave would idle most of the device
+/// while it runs.
+pub fn pair_threads(slots: usize, sm_count: u32, resident: usize) -> usize {
+    slots
+        .div_ceil(PAIR_SLOTS)
         .clamp(1, sm_count.max(1) as usize * resident.max(1))
 }
 
@@ -787,7 +788,7 @@ mod tests {
             }
         }
         assert_eq!(pair_threads(1 << 26, 132, 384), 132 * 384);
-        assert_eq!(pair_threads(1 << 20, 132, 384), (1 << 20) / PAIR_POSITIONS);
+        assert_eq!(pair_threads(1 << 20, 132, 384), (1 << 20) / PAIR_SLOTS);
         assert_eq!(pair_threads(0, 132, 384), 1);
     }
 

@@ -87,6 +87,7 @@ pub(super) struct Kernels {
     scan_sums: Kernel,
     scan_add: Kernel,
     halve_counts: Kernel,
+    slot_keys: Kernel,
     add_counts: Kernel,
     radix_digits: Kernel,
     radix_histogram: Kernel,
@@ -123,6 +124,7 @@ impl Kernels {
             scan_sums: k("cuzk_msm_scan_sums")?,
             scan_add: k("cuzk_msm_scan_add")?,
             halve_counts: k("cuzk_msm_halve_counts")?,
+            slot_keys: k("cuzk_msm_slot_keys")?,
             add_counts: k("cuzk_msm_add_counts")?,
             radix_digits: k("cuzk_msm_radix_digits")?,
             radix_histogram: k("cuzk_msm_radix_histogram")?,
@@ -659,6 +661,40 @@ pub(super) fn halve_counts(
     Ok(())
 }
 
+/// The keys of a pair level's output slots: bucket b's `half[b]` slots from `out_start[b]`
+/// get `key_base + b` (`half` the halved counts, `out_start` their exclusive scan; `slots`
+/// bounds their sum, `plan::pair_outputs`). A thread per slot, so that the work does not
+/// depend on how the entries fall into buckets.
+pub(super) fn slot_keys(
+    stream: &Stream,
+    k: &Kernels,
+    half: &DeviceView<'_, u32>,
+    out_start: &DeviceBuffer<u32>,
+    key_base: u32,
+    slots: usize,
+    keys: &mut DeviceBuffer<u32>,
+) -> Result<(), MsmError> {
+    let n = half.len();
+    assert!(n >= 1 && out_start.len() >= n && keys.len() >= slots);
+    let n32 = u32_len(n);
+    // SAFETY: `cuzk_msm_slot_keys(const uint32_t* half, const uint32_t* out_start, uint32_t n,
+    // uint32_t key_base, uint32_t* keys)` reads half[n − 1] and out_start[0..n) (n ≥ 1,
+    // checked above) and writes keys[s] for every s below out_start[n − 1] + half[n − 1], the
+    // sum of the halved counts, which the caller bounds by `slots` ≤ keys.len() (checked
+    // above; the plan's `pair_outputs`); grid-stride over `slots` threads at most.
+    unsafe {
+        stream
+            .launch(&k.slot_keys)
+            .view(half)
+            .buf(out_start)
+            .arg(&n32)
+            .arg(&key_base)
+            .buf_mut(keys)
+            .launch(k.stride(slots.max(1), SCALAR_BLOCK))
+    }?;
+    Ok(())
+}
+
 /// Where a pair level reads a window's entries.
 pub(super) enum PairInput<'a, C: MsmCurve> {
     /// The sort's interleaved (key, base index | sign) pairs, bucket b's `cnt[b]` of them
@@ -667,17 +703,17 @@ pub(super) enum PairInput<'a, C: MsmCurve> {
         pairs: &'a DeviceBuffer<u32>,
         bases: &'a DeviceBuffer<C::AffineRepr>,
     },
-    /// Keys and affine points of the level before, bucket b's from `start[b]`.
+    /// Affine points of the level before, bucket b's from `start[b]`.
     Keyed {
-        keys: &'a DeviceBuffer<u32>,
         pts: &'a DeviceBuffer<C::AffineRepr>,
     },
 }
 
 /// One batch-affine pair level over the `cnt.len()` buckets of one window (keys from
-/// `key_base`): bucket b's sums go to `out_keys`/`out_pts` from `out_start[b]`, the exclusive
-/// scan of the halved counts. `positions`: the most entries the window can hold at this level
-/// (sizes the grid with `plan::pair_threads`).
+/// `key_base`): bucket b's sums go to `out_pts` from `out_start[b]`, the exclusive scan of the
+/// halved counts, whose slots' keys `slot_keys` has written to `keys`. `positions`: the most
+/// entries the window can hold at this level (bounds the slots, `plan::pair_outputs`, which
+/// size the grid with `plan::pair_threads`).
 #[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
 pub(super) fn pair_level<C: MsmCurve>(
     stream: &Stream,
@@ -687,69 +723,86 @@ pub(super) fn pair_level<C: MsmCurve>(
     start: &DeviceView<'_, u32>,
     key_base: u32,
     out_start: &DeviceBuffer<u32>,
-    out_keys: &mut DeviceBuffer<u32>,
+    keys: &DeviceBuffer<u32>,
     out_pts: &mut DeviceBuffer<C::AffineRepr>,
     positions: usize,
 ) -> Result<(), MsmError> {
     let nb = cnt.len();
     assert!(nb >= 1 && start.len() >= nb && out_start.len() >= nb);
     let outputs = crate::plan::pair_outputs(positions, nb, 1);
-    assert!(out_keys.len() >= outputs && out_pts.len() >= outputs);
+    assert!(keys.len() >= outputs && out_pts.len() >= outputs);
     let p = PairParams {
         nb: u32_len(nb),
         key_base,
     };
     let kernels = &k.curve::<C>().pairs;
-    // One wave: as many threads as the driver says fit at once (the kernels' registers decide
-    // it: 3 blocks of 128 per SM for G1 on sm_90, 2 for G2).
+    // One wave at most: as many work items (of `lanes` threads) as the driver says fit at once
+    // (the kernels' registers decide it: 3 blocks of 128 threads per SM for G1 on sm_90).
+    let lanes = lanes::<C>();
     let resident = |kernel: &Kernel| -> Result<usize, MsmError> {
         let blocks = kernel.max_active_blocks_per_sm(CURVE_BLOCK, 0)?.max(1);
-        Ok(blocks as usize * CURVE_BLOCK as usize)
+        Ok(blocks as usize * CURVE_BLOCK as usize / lanes)
     };
-    // The entries: the sort's interleaved pairs and the bases (the first level), or the keys
-    // and points of the level before.
-    let (kernel, entries, points) = match input {
-        PairInput::Sorted { pairs, bases } => {
-            assert!(pairs.len() >= 2 * positions);
-            (&kernels.sorted, pairs, bases)
-        }
-        PairInput::Keyed { keys, pts } => {
-            assert!(keys.len() >= positions && pts.len() >= positions);
-            (&kernels.keyed, keys, pts)
-        }
+    let kernel = match input {
+        PairInput::Sorted { .. } => &kernels.sorted,
+        PairInput::Keyed { .. } => &kernels.keyed,
     };
     let cfg = threads(
-        crate::plan::pair_threads(positions, k.sm_count, resident(kernel)?),
+        crate::plan::pair_threads(outputs, k.sm_count, resident(kernel)?) * lanes,
         CURVE_BLOCK,
     );
-    // SAFETY: `cuzk_msm_{g1,g2}_pair_level_{sorted,keyed}(const uint32_t* entries, const
-    // affine_t<F>* points, const uint32_t* cnt, const uint32_t* start, PairParams p, const
-    // uint32_t* out_start, uint32_t* out_keys, affine_t<F>* out_pts)`, F matching
-    // `C::AffineRepr`, a thread per point. Both read cnt, start and out_start below p.nb
-    // (checked above).
-    // - sorted: entries are the chunk's sorted (key, value) pairs and points the bases; the
-    //   window's entries lie between start[0] − cnt[0] and start[nb − 1] (the scatter's
+    // SAFETY: `cuzk_msm_{g1,g2}_pair_level_sorted(const uint32_t* pairs, const affine_t<F>*
+    // bases, const uint32_t* cnt, const uint32_t* cursor, PairParams p, const uint32_t*
+    // out_start, const uint32_t* keys, affine_t<F>* out_pts)` and
+    // `cuzk_msm_{g1,g2}_pair_level_keyed(const affine_t<F>* pts, const uint32_t* cnt, const
+    // uint32_t* start, PairParams p, const uint32_t* out_start, const uint32_t* keys,
+    // affine_t<F>* out_pts)`, F matching `C::AffineRepr`, a work item of `lanes` threads per
+    // slot (CURVE_BLOCK is a multiple of 32, so no lane pair straddles a block). Both read cnt,
+    // start and out_start below p.nb (checked above), and keys[s] and out_pts[s] for the
+    // slots s below out_start[nb − 1] + ceil(cnt[nb − 1] / 2), the sum of the halved counts,
+    // at most `pair_outputs(positions, nb, 1)` ≤ both lengths (checked above); keys[s] −
+    // key_base < nb is slot s's bucket, as `slot_keys` wrote it. Slot s of bucket b reads
+    // entries begin(b) + 2j and the next (j = s − out_start[b], the next only below cnt[b]):
+    // - sorted: pairs are the chunk's sorted (key, value) pairs and bases the MSM's points;
+    //   the window's entries lie between cursor[0] − cnt[0] and cursor[nb − 1] (the scatter's
     //   cursors, or the scan plus the counts after a radix sort), a range the sort wrote, at
-    //   most `positions` pairs (the chunk's points, one digit per window; checked above), and
-    //   the base indices come from this MSM's points;
-    // - keyed: entries and points are the keys and points of the level before, the window's
-    //   entries [0, start[nb − 1] + cnt[nb − 1]), what that level wrote, at most `positions`
-    //   ≤ both lengths (checked above), in buffers other than the outputs.
-    // Bucket b writes ceil(cnt[b] / 2) slots from out_start[b], the scan of those counts, so
-    // below their sum, at most `pair_outputs(positions, nb, 1)`, which both outputs hold
-    // (checked above). Each slot has one writer.
+    //   most `positions` pairs (the chunk's points, one digit per window), and the base
+    //   indices come from this MSM's points;
+    // - keyed: pts are the points of the level before, the window's entries
+    //   [0, start[nb − 1] + cnt[nb − 1]), what that level wrote, at most `positions`, in a
+    //   buffer other than the output.
+    // Each slot has one writer, the one work item that takes it (both lanes of a G2 pair write
+    // their own halves of its coordinates).
     unsafe {
-        stream
-            .launch(kernel)
-            .buf(entries)
-            .buf(points)
-            .view(cnt)
-            .view(start)
-            .arg(&p)
-            .buf(out_start)
-            .buf_mut(out_keys)
-            .buf_mut(out_pts)
-            .launch(cfg)
+        match input {
+            PairInput::Sorted { pairs, bases } => {
+                assert!(pairs.len() >= 2 * positions);
+                stream
+                    .launch(kernel)
+                    .buf(pairs)
+                    .buf(bases)
+                    .view(cnt)
+                    .view(start)
+                    .arg(&p)
+                    .buf(out_start)
+                    .buf(keys)
+                    .buf_mut(out_pts)
+                    .launch(cfg)
+            }
+            PairInput::Keyed { pts } => {
+                assert!(pts.len() >= positions);
+                stream
+                    .launch(kernel)
+                    .buf(pts)
+                    .view(cnt)
+                    .view(start)
+                    .arg(&p)
+                    .buf(out_start)
+                    .buf(keys)
+                    .buf_mut(out_pts)
+                    .launch(cfg)
+            }
+        }
     }?;
     Ok(())
 }

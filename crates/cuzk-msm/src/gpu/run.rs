@@ -306,13 +306,24 @@ impl MsmEngine {
                 };
                 launch::scan(stream, k, &cnt_dst.slice(..nb), start_dst, &mut ws.tiles)?;
                 let [keys_0, keys_1] = keys;
+                let keys_dst = if dst == 0 { keys_0 } else { keys_1 };
                 let [pts_0, pts_1] = pts;
-                let (keys_dst, keys_src, pts_dst, pts_src) = if dst == 0 {
-                    (&mut *keys_0, &*keys_1, &mut *pts_0, &*pts_1)
+                let (pts_dst, pts_src) = if dst == 0 {
+                    (&mut *pts_0, &*pts_1)
                 } else {
-                    (&mut *keys_1, &*keys_0, &mut *pts_1, &*pts_0)
+                    (&mut *pts_1, &*pts_0)
                 };
                 let positions = crate::plan::pair_outputs(len, nb, level);
+                let slots = crate::plan::pair_outputs(len, nb, level + 1);
+                launch::slot_keys(
+                    stream,
+                    k,
+                    &cnt_dst.slice(..nb),
+                    start_dst,
+                    key_base,
+                    slots,
+                    keys_dst,
+                )?;
                 let (input, in_start) = if level == 0 {
                     let input = launch::PairInput::Sorted {
                         pairs: &ws.pairs,
@@ -320,10 +331,7 @@ impl MsmEngine {
                     };
                     (input, ws.offsets.slice(window.clone()))
                 } else {
-                    let input = launch::PairInput::Keyed {
-                        keys: keys_src,
-                        pts: pts_src,
-                    };
+                    let input = launch::PairInput::Keyed { pts: pts_src };
                     (input, start_src.slice(..nb))
                 };
                 launch::pair_level::<C>(
