@@ -774,35 +774,25 @@ pub(super) fn pair_level<C: MsmCurve>(
     // Each slot has one writer, the one work item that takes it (both lanes of a G2 pair write
     // their own halves of its coordinates).
     unsafe {
+        let mut launch = stream.launch(kernel);
         match input {
             PairInput::Sorted { pairs, bases } => {
                 assert!(pairs.len() >= 2 * positions);
-                stream
-                    .launch(kernel)
-                    .buf(pairs)
-                    .buf(bases)
-                    .view(cnt)
-                    .view(start)
-                    .arg(&p)
-                    .buf(out_start)
-                    .buf(keys)
-                    .buf_mut(out_pts)
-                    .launch(cfg)
+                launch.buf(pairs).buf(bases);
             }
             PairInput::Keyed { pts } => {
                 assert!(pts.len() >= positions);
-                stream
-                    .launch(kernel)
-                    .buf(pts)
-                    .view(cnt)
-                    .view(start)
-                    .arg(&p)
-                    .buf(out_start)
-                    .buf(keys)
-                    .buf_mut(out_pts)
-                    .launch(cfg)
+                launch.buf(pts);
             }
         }
+        launch
+            .view(cnt)
+            .view(start)
+            .arg(&p)
+            .buf(out_start)
+            .buf(keys)
+            .buf_mut(out_pts)
+            .launch(cfg)
     }?;
     Ok(())
 }
