@@ -207,18 +207,75 @@ struct SlotWalk {
     }
 };
 
+// Whether each work item of a pair level runs two independent chains of slots (its even and
+// its odd slots), so that the forward walk's products `acc ← acc · den`, one chain of dependent
+// products otherwise, come two at a time: a variant being measured, built with
+// CUZK_PAIR_CHAINS.
+#ifdef CUZK_PAIR_CHAINS
+constexpr bool PAIR_TWO_CHAINS = true;
+#else
+constexpr bool PAIR_TWO_CHAINS = false;
+#endif
+
+// The forward walk's step for slot t: writes a copy or an inversion-free sum and returns false,
+// or stores `acc` (the product of its chain's earlier denominators) in the slot's x, sets `den`
+// and returns true. It reads only the x coordinates of a pair whose x are distinct and non-zero
+// (an addition whatever the y: the identity is (0, 0)), two of a point's three 32-byte
+// sectors; `classify` on whole points decides the rest the same way.
+template <class F, class Entries, class Slot>
+__device__ __forceinline__ bool forward_slot(const Entries& in, const Slot& t, const F& acc,
+                                             F& den, affine_t<mem_t<F>>* out_pts) {
+    if (!t.pair) {
+        store_affine<F>(&out_pts[t.at], in.point(t.a));
+        return false;
+    }
+    const F x1 = in.x(t.a), x2 = in.x(t.b);
+    if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
+        den = sub(x2, x1);
+    } else {
+        const affine_t<F> pt = in.point(t.a);
+        const affine_t<F> qt = in.point(t.b);
+        const uint32_t kind = classify(pt, qt, den);
+        if (kind < ADD) {
+            store_affine<F>(&out_pts[t.at], kind == TAKE_P   ? pt
+                                            : kind == TAKE_Q ? qt
+                                                             : affine_identity<F>());
+            return false;
+        }
+    }
+    store_coord<F>(&out_pts[t.at].x, acc);
+    return true;
+}
+
+// The backward walk's step for slot t: a pair that the forward step left for the inversion
+// gets its sum, over the inverse of its denominator (the stored prefix times `inv_acc`, the
+// inverse of the chain's product up to and including this slot), and `inv_acc` moves past it.
+template <class F, class Entries, class Slot>
+__device__ __forceinline__ void backward_slot(const Entries& in, const Slot& t, F& inv_acc,
+                                              affine_t<mem_t<F>>* out_pts) {
+    if (!t.pair) return;
+    const affine_t<F> pt = in.point(t.a);
+    const affine_t<F> qt = in.point(t.b);
+    F den;
+    const uint32_t kind = classify(pt, qt, den);
+    if (kind >= ADD) {
+        const F inv_den = pmul(inv_acc, load_coord<F>(&out_pts[t.at].x));
+        inv_acc = pmul(inv_acc, den);
+        store_affine<F>(&out_pts[t.at], pair_sum(pt, qt, kind, inv_den));
+    }
+}
+
 // One pair level over the entries of one window, grid-stride over its output slots: work item
 // t (a thread, or a lane pair for fp2_lane_t) takes slots t, t + T, ... (T items), so that
 // each item's pairs form one long batch and every lane of a warp has a slot to fill (a slot is
-// one pair or one copy). The slot's key is
-// already in `keys` (`cuzk_msm_slot_keys`), which names its bucket b; slot out_start[b] + j
-// takes the bucket's entries begin(b) + 2j and, unless that is its odd last one, the next
-// (`SlotWalk`). The forward walk writes copies and inversion-free sums, and for the others
-// stores the product of the thread's earlier denominators in the slot's x; one inversion
-// follows; the backward walk turns each stored product into its pair's inverse and writes the
-// sum over it. The forward walk reads only the x coordinates of a pair whose x are distinct
-// and non-zero (an addition whatever the y: the identity is (0, 0)), two of a point's three
-// 32-byte sectors; `classify` on whole points decides the rest the same way.
+// one pair or one copy). The slot's key is already in `keys` (`cuzk_msm_slot_keys`), which
+// names its bucket b; slot out_start[b] + j takes the bucket's entries begin(b) + 2j and,
+// unless that is its odd last one, the next (`SlotWalk`). The forward walk writes copies and
+// inversion-free sums, and for the others stores the product of the chain's earlier
+// denominators in the slot's x; one inversion per work item follows; the backward walk turns
+// each stored product into its pair's inverse and writes the sum over it. With
+// PAIR_TWO_CHAINS an item's even and odd slots are two chains walked side by side, whose
+// products share the one inversion.
 template <class F, class Entries>
 __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cnt,
                                            const uint32_t* start, PairParams p,
@@ -230,49 +287,53 @@ __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cn
     const uint64_t first = item_index<F>(), step = thread_count() / lane_layout<F>::count;
     if (first >= slots) return;
     const uint64_t n = (slots - 1 - first) / step + 1;
-    const uint64_t last = first + (n - 1) * step;
-    F acc = one<F>();
-    Walk fwd(in, keys, cnt, start, out_start, p.key_base, first, step, n);
+    if (!PAIR_TWO_CHAINS) {
+        const uint64_t last = first + (n - 1) * step;
+        F acc = one<F>();
+        Walk fwd(in, keys, cnt, start, out_start, p.key_base, first, step, n);
 #pragma unroll 1
-    while (fwd.left > 0) {
-        const typename Walk::Slot t = fwd.take();
-        if (!t.pair) {
-            store_affine<F>(&out_pts[t.at], in.point(t.a));
-            continue;
+        while (fwd.left > 0) {
+            F den;
+            if (forward_slot(in, fwd.take(), acc, den, out_pts)) acc = pmul(acc, den);
         }
-        const F x1 = in.x(t.a), x2 = in.x(t.b);
-        F den;
-        if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
-            den = sub(x2, x1);
-        } else {
-            const affine_t<F> pt = in.point(t.a);
-            const affine_t<F> qt = in.point(t.b);
-            const uint32_t kind = classify(pt, qt, den);
-            if (kind < ADD) {
-                store_affine<F>(&out_pts[t.at], kind == TAKE_P   ? pt
-                                                : kind == TAKE_Q ? qt
-                                                                 : affine_identity<F>());
-                continue;
-            }
-        }
-        store_coord<F>(&out_pts[t.at].x, acc);
-        acc = pmul(acc, den);
+        F inv_acc = inv(acc);  // 1 / (product of every denominator of the item)
+        Walk back(in, keys, cnt, start, out_start, p.key_base, last, 0 - step, n);
+#pragma unroll 1
+        while (back.left > 0) backward_slot(in, back.take(), inv_acc, out_pts);
+        return;
     }
-    F inv_acc = inv(acc);  // 1 / (product of every denominator of the thread)
-    Walk back(in, keys, cnt, start, out_start, p.key_base, last, 0 - step, n);
+    // Chain a: slots first + 2k·step (na of them); chain b: first + (2k + 1)·step (nb ≤ na).
+    const uint64_t na = (n + 1) / 2, nb = n / 2;
+    F acc_a = one<F>(), acc_b = one<F>();
+    {
+        Walk a(in, keys, cnt, start, out_start, p.key_base, first, 2 * step, na);
+        Walk b(in, keys, cnt, start, out_start, p.key_base, first + step, 2 * step, nb);
 #pragma unroll 1
-    while (back.left > 0) {
-        const typename Walk::Slot t = back.take();
-        if (!t.pair) continue;
-        const affine_t<F> pt = in.point(t.a);
-        const affine_t<F> qt = in.point(t.b);
-        F den;
-        const uint32_t kind = classify(pt, qt, den);
-        if (kind >= ADD) {
-            const F inv_den = pmul(inv_acc, load_coord<F>(&out_pts[t.at].x));
-            inv_acc = pmul(inv_acc, den);
-            store_affine<F>(&out_pts[t.at], pair_sum(pt, qt, kind, inv_den));
+        while (a.left > 0) {
+            // Both steps first, then both products, which do not depend on each other; a slot
+            // without a denominator multiplies by one.
+            F den_a, den_b;
+            if (!forward_slot(in, a.take(), acc_a, den_a, out_pts)) den_a = one<F>();
+            if (b.left == 0 || !forward_slot(in, b.take(), acc_b, den_b, out_pts))
+                den_b = one<F>();
+            acc_a = pmul(acc_a, den_a);
+            acc_b = pmul(acc_b, den_b);
         }
+    }
+    // One inversion for both chains: 1/(a·b) times b is 1/a, times a is 1/b.
+    const F inv_ab = inv(pmul(acc_a, acc_b));
+    F inv_a = pmul(inv_ab, acc_b), inv_b = pmul(inv_ab, acc_a);
+    Walk a(in, keys, cnt, start, out_start, p.key_base, first + 2 * step * (na - 1), 0 - 2 * step,
+           na);
+    // Chain a's last slot, when it has one more than b, comes first backwards.
+    if (na > nb) backward_slot(in, a.take(), inv_a, out_pts);
+    if (nb == 0) return;
+    Walk b(in, keys, cnt, start, out_start, p.key_base, first + step + 2 * step * (nb - 1),
+           0 - 2 * step, nb);
+#pragma unroll 1
+    while (b.left > 0) {
+        backward_slot(in, a.take(), inv_a, out_pts);
+        backward_slot(in, b.take(), inv_b, out_pts);
     }
 }
 
