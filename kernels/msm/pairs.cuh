@@ -118,23 +118,12 @@ __device__ __forceinline__ affine_t<F> affine_identity() {
     return r;
 }
 
-// Whether the pair levels pipeline their slots' loads (`SlotWalk`): a variant being measured,
-// built with CUZK_PAIR_PIPELINE.
-#ifdef CUZK_PAIR_PIPELINE
-constexpr bool PAIR_PIPELINE = true;
-#else
-constexpr bool PAIR_PIPELINE = false;
-#endif
-
-// One thread's walk over its slots of a pair level, s0, s0 + d, s0 + 2d, ... (d = ±T, `n`
-// slots), yielding each slot's entry references. Finding them takes four loads, each
-// depending on the one before: the slot's key (its bucket b), b's bounds (cnt, begin,
-// out_start), the sort's values (the first level only) and then the coordinates, which the
-// caller loads. Direct, `take` does the first three for the slot it yields. PIPELINED, each
-// `take` issues the loads behind slot s + d's references, s + 2d's bounds and s + 3d's key,
-// whose inputs arrived while the slot before computed, so that a slot waits only for its
-// coordinates.
-template <class Entries, bool PIPELINED>
+// One work item's walk over its slots of a pair level, s0, s0 + d, s0 + 2d, ... (d = ±T, `n`
+// slots), yielding each slot's entry references: the slot's key (its bucket b), b's bounds
+// (cnt, begin, out_start), then the entries' references (the sort's values at the first
+// level). Issuing these loads slots ahead measured no faster (docs/perf.md, sixteenth
+// session): the walk waits on the coordinates and on its chain of products, not on them.
+template <class Entries>
 struct SlotWalk {
     using Ref = typename Entries::Ref;
     struct Slot {
@@ -149,121 +138,24 @@ struct SlotWalk {
     const uint32_t* out_start;
     uint32_t key_base;
     uint64_t s, d, left;  // the next slot to yield, the stride (two's complement), slots left
-    // Pipelined stages: slot s's references, slot s + d's bucket bounds, slot s + 2d's key.
-    Slot next;
-    uint32_t os, c;
-    uint64_t bg;
-    uint32_t key;
 
-    __device__ __forceinline__ SlotWalk(const Entries& in_, const uint32_t* keys_,
-                                        const uint32_t* cnt_, const uint32_t* start_,
-                                        const uint32_t* out_start_, uint32_t key_base_,
-                                        uint64_t s0, uint64_t d_, uint64_t n)
-        : in(in_), keys(keys_), cnt(cnt_), start(start_), out_start(out_start_),
-          key_base(key_base_), s(s0), d(d_), left(n) {
-        if (!PIPELINED || n == 0) return;
-        bounds(keys[s0]);
-        next = slot_at(s0);
-        if (n > 1) bounds(keys[s0 + d]);
-        if (n > 2) key = keys[s0 + 2 * d];
-    }
-
-    // Bucket bounds of the slot with this key, into the stage.
-    __device__ __forceinline__ void bounds(uint32_t k) {
-        const uint32_t b = k - key_base;
-        c = cnt[b];
-        os = out_start[b];
-        bg = Entries::FROM_CURSORS ? start[b] - c : start[b];
-    }
-
-    // Slot t's references, given its bucket's bounds in the stage: slot os + j takes entries
-    // bg + 2j and, unless that is the bucket's odd last one, the next.
-    __device__ __forceinline__ Slot slot_at(uint64_t t) const {
-        const uint64_t rel = 2 * (t - os);
-        const uint64_t i = bg + rel;
-        Slot r;
-        r.at = t;
-        r.pair = rel + 1 < c;
-        r.a = in.ref(i);
-        r.b = r.pair ? in.ref(i + 1) : r.a;
-        return r;
-    }
-
-    // The next slot (`left` must be non-zero).
+    // The next slot (`left` must be non-zero): slot out_start[b] + j takes entries begin(b) + 2j
+    // and, unless that is the bucket's odd last one, the next.
     __device__ __forceinline__ Slot take() {
+        const uint32_t b = keys[s] - key_base;
+        const uint32_t c = cnt[b];
+        const uint64_t bg = Entries::FROM_CURSORS ? start[b] - c : start[b];
+        const uint64_t rel = 2 * (s - out_start[b]);
         Slot r;
-        if (PIPELINED) {
-            r = next;
-            if (left > 1) next = slot_at(s + d);   // bounds of s + d, loaded a slot ago
-            if (left > 2) bounds(key);             // key of s + 2d, loaded a slot ago
-            if (left > 3) key = keys[s + 3 * d];
-        } else {
-            bounds(keys[s]);
-            r = slot_at(s);
-        }
+        r.at = s;
+        r.pair = rel + 1 < c;
+        r.a = in.ref(bg + rel);
+        r.b = r.pair ? in.ref(bg + rel + 1) : r.a;
         s += d;
         --left;
         return r;
     }
 };
-
-// Whether each work item of a pair level runs two independent chains of slots (its even and
-// its odd slots), so that the forward walk's products `acc ← acc · den`, one chain of dependent
-// products otherwise, come two at a time: a variant being measured, built with
-// CUZK_PAIR_CHAINS.
-#ifdef CUZK_PAIR_CHAINS
-constexpr bool PAIR_TWO_CHAINS = true;
-#else
-constexpr bool PAIR_TWO_CHAINS = false;
-#endif
-
-// The forward walk's step for slot t: writes a copy or an inversion-free sum and returns false,
-// or stores `acc` (the product of its chain's earlier denominators) in the slot's x, sets `den`
-// and returns true. It reads only the x coordinates of a pair whose x are distinct and non-zero
-// (an addition whatever the y: the identity is (0, 0)), two of a point's three 32-byte
-// sectors; `classify` on whole points decides the rest the same way.
-template <class F, class Entries, class Slot>
-__device__ __forceinline__ bool forward_slot(const Entries& in, const Slot& t, const F& acc,
-                                             F& den, affine_t<mem_t<F>>* out_pts) {
-    if (!t.pair) {
-        store_affine<F>(&out_pts[t.at], in.point(t.a));
-        return false;
-    }
-    const F x1 = in.x(t.a), x2 = in.x(t.b);
-    if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
-        den = sub(x2, x1);
-    } else {
-        const affine_t<F> pt = in.point(t.a);
-        const affine_t<F> qt = in.point(t.b);
-        const uint32_t kind = classify(pt, qt, den);
-        if (kind < ADD) {
-            store_affine<F>(&out_pts[t.at], kind == TAKE_P   ? pt
-                                            : kind == TAKE_Q ? qt
-                                                             : affine_identity<F>());
-            return false;
-        }
-    }
-    store_coord<F>(&out_pts[t.at].x, acc);
-    return true;
-}
-
-// The backward walk's step for slot t: a pair that the forward step left for the inversion
-// gets its sum, over the inverse of its denominator (the stored prefix times `inv_acc`, the
-// inverse of the chain's product up to and including this slot), and `inv_acc` moves past it.
-template <class F, class Entries, class Slot>
-__device__ __forceinline__ void backward_slot(const Entries& in, const Slot& t, F& inv_acc,
-                                              affine_t<mem_t<F>>* out_pts) {
-    if (!t.pair) return;
-    const affine_t<F> pt = in.point(t.a);
-    const affine_t<F> qt = in.point(t.b);
-    F den;
-    const uint32_t kind = classify(pt, qt, den);
-    if (kind >= ADD) {
-        const F inv_den = pmul(inv_acc, load_coord<F>(&out_pts[t.at].x));
-        inv_acc = pmul(inv_acc, den);
-        store_affine<F>(&out_pts[t.at], pair_sum(pt, qt, kind, inv_den));
-    }
-}
 
 // One pair level over the entries of one window, grid-stride over its output slots: work item
 // t (a thread, or a lane pair for fp2_lane_t) takes slots t, t + T, ... (T items), so that
@@ -271,69 +163,67 @@ __device__ __forceinline__ void backward_slot(const Entries& in, const Slot& t, 
 // one pair or one copy). The slot's key is already in `keys` (`cuzk_msm_slot_keys`), which
 // names its bucket b; slot out_start[b] + j takes the bucket's entries begin(b) + 2j and,
 // unless that is its odd last one, the next (`SlotWalk`). The forward walk writes copies and
-// inversion-free sums, and for the others stores the product of the chain's earlier
-// denominators in the slot's x; one inversion per work item follows; the backward walk turns
-// each stored product into its pair's inverse and writes the sum over it. With
-// PAIR_TWO_CHAINS an item's even and odd slots are two chains walked side by side, whose
-// products share the one inversion.
+// inversion-free sums, and for the others stores the product of the item's earlier
+// denominators in the slot's x; one inversion follows; the backward walk turns each stored
+// product into its pair's inverse and writes the sum over it. The forward walk reads only the
+// x coordinates of a pair whose x are distinct and non-zero (an addition whatever the y: the
+// identity is (0, 0)), two of a point's three 32-byte sectors; `classify` on whole points
+// decides the rest the same way. (Two chains of slots per item, for two independent products
+// per step, measured slower: docs/perf.md, sixteenth session.)
 template <class F, class Entries>
 __device__ __forceinline__ void pair_level(const Entries& in, const uint32_t* cnt,
                                            const uint32_t* start, PairParams p,
                                            const uint32_t* out_start, const uint32_t* keys,
                                            affine_t<mem_t<F>>* out_pts) {
-    using Walk = SlotWalk<Entries, PAIR_PIPELINE>;
+    using Walk = SlotWalk<Entries>;
     const uint32_t nb1 = p.nb - 1;
     const uint64_t slots = out_start[nb1] + cnt[nb1] / 2 + (cnt[nb1] & 1);
     const uint64_t first = item_index<F>(), step = thread_count() / lane_layout<F>::count;
     if (first >= slots) return;
     const uint64_t n = (slots - 1 - first) / step + 1;
-    if (!PAIR_TWO_CHAINS) {
-        const uint64_t last = first + (n - 1) * step;
-        F acc = one<F>();
-        Walk fwd(in, keys, cnt, start, out_start, p.key_base, first, step, n);
+    const uint64_t last = first + (n - 1) * step;
+    F acc = one<F>();
+    Walk fwd{in, keys, cnt, start, out_start, p.key_base, first, step, n};
 #pragma unroll 1
-        while (fwd.left > 0) {
-            F den;
-            if (forward_slot(in, fwd.take(), acc, den, out_pts)) acc = pmul(acc, den);
+    while (fwd.left > 0) {
+        const typename Walk::Slot t = fwd.take();
+        if (!t.pair) {
+            store_affine<F>(&out_pts[t.at], in.point(t.a));
+            continue;
         }
-        F inv_acc = inv(acc);  // 1 / (product of every denominator of the item)
-        Walk back(in, keys, cnt, start, out_start, p.key_base, last, 0 - step, n);
-#pragma unroll 1
-        while (back.left > 0) backward_slot(in, back.take(), inv_acc, out_pts);
-        return;
-    }
-    // Chain a: slots first + 2k·step (na of them); chain b: first + (2k + 1)·step (nb ≤ na).
-    const uint64_t na = (n + 1) / 2, nb = n / 2;
-    F acc_a = one<F>(), acc_b = one<F>();
-    {
-        Walk a(in, keys, cnt, start, out_start, p.key_base, first, 2 * step, na);
-        Walk b(in, keys, cnt, start, out_start, p.key_base, first + step, 2 * step, nb);
-#pragma unroll 1
-        while (a.left > 0) {
-            // Both steps first, then both products, which do not depend on each other; a slot
-            // without a denominator multiplies by one.
-            F den_a, den_b;
-            if (!forward_slot(in, a.take(), acc_a, den_a, out_pts)) den_a = one<F>();
-            if (b.left == 0 || !forward_slot(in, b.take(), acc_b, den_b, out_pts))
-                den_b = one<F>();
-            acc_a = pmul(acc_a, den_a);
-            acc_b = pmul(acc_b, den_b);
+        const F x1 = in.x(t.a), x2 = in.x(t.b);
+        F den;
+        if (!is_zero(x1) && !is_zero(x2) && !eq(x1, x2)) {
+            den = sub(x2, x1);
+        } else {
+            const affine_t<F> pt = in.point(t.a);
+            const affine_t<F> qt = in.point(t.b);
+            const uint32_t kind = classify(pt, qt, den);
+            if (kind < ADD) {
+                store_affine<F>(&out_pts[t.at], kind == TAKE_P   ? pt
+                                                : kind == TAKE_Q ? qt
+                                                                 : affine_identity<F>());
+                continue;
+            }
         }
+        store_coord<F>(&out_pts[t.at].x, acc);
+        acc = pmul(acc, den);
     }
-    // One inversion for both chains: 1/(a·b) times b is 1/a, times a is 1/b.
-    const F inv_ab = inv(pmul(acc_a, acc_b));
-    F inv_a = pmul(inv_ab, acc_b), inv_b = pmul(inv_ab, acc_a);
-    Walk a(in, keys, cnt, start, out_start, p.key_base, first + 2 * step * (na - 1), 0 - 2 * step,
-           na);
-    // Chain a's last slot, when it has one more than b, comes first backwards.
-    if (na > nb) backward_slot(in, a.take(), inv_a, out_pts);
-    if (nb == 0) return;
-    Walk b(in, keys, cnt, start, out_start, p.key_base, first + step + 2 * step * (nb - 1),
-           0 - 2 * step, nb);
+    F inv_acc = inv(acc);  // 1 / (product of every denominator of the item)
+    Walk back{in, keys, cnt, start, out_start, p.key_base, last, 0 - step, n};
 #pragma unroll 1
-    while (b.left > 0) {
-        backward_slot(in, a.take(), inv_a, out_pts);
-        backward_slot(in, b.take(), inv_b, out_pts);
+    while (back.left > 0) {
+        const typename Walk::Slot t = back.take();
+        if (!t.pair) continue;
+        const affine_t<F> pt = in.point(t.a);
+        const affine_t<F> qt = in.point(t.b);
+        F den;
+        const uint32_t kind = classify(pt, qt, den);
+        if (kind >= ADD) {
+            const F inv_den = pmul(inv_acc, load_coord<F>(&out_pts[t.at].x));
+            inv_acc = pmul(inv_acc, den);
+            store_affine<F>(&out_pts[t.at], pair_sum(pt, qt, kind, inv_den));
+        }
     }
 }
 

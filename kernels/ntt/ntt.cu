@@ -350,16 +350,10 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
 // Pass kernels: (v0, v1, v2, roots, factor_lo, factor_hi, scale_lo, scale_hi, info); gridDim.y
 // vectors (at most 3) of 2^log_n elements each; blocks of 128 or 256 threads; dynamic shared
 // memory 32·2^(bits+log_lines) bytes. At most 128 registers per thread keep 256 threads' worth
-// of blocks twice on every SM (a few words spill); more registers would halve that. An image
-// built with CUZK_NTT_MIN_BLOCKS=k caps them for k blocks of 256 per SM instead (a variant to
-// measure: 3 means 80 registers, more spills, 24 warps per SM).
-#ifdef CUZK_NTT_MIN_BLOCKS
-#define CUZK_NTT_BLOCKS CUZK_NTT_MIN_BLOCKS
-#else
-#define CUZK_NTT_BLOCKS 2
-#endif
+// of blocks twice on every SM (a few words spill); more registers would halve that, and three
+// blocks (80 registers, more spills) measured 14–54% slower (docs/perf.md, sixteenth session).
 #define CUZK_NTT_PASS(NAME, DIT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_BLOCKS)                             \
+    extern "C" __global__ void __launch_bounds__(256, 2)                                           \
         NAME(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots, const fr_t* factor_lo,               \
              const fr_t* factor_hi, const fr_t* scale_lo, const fr_t* scale_hi,                    \
              cuzk::ntt::PassInfo info) {                                                           \
@@ -369,7 +363,6 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
 CUZK_NTT_PASS(cuzk_ntt_dif_pass, false)
 CUZK_NTT_PASS(cuzk_ntt_dit_pass, true)
 #undef CUZK_NTT_PASS
-#undef CUZK_NTT_BLOCKS
 
 // Whole transforms of 2 or 4 elements (too short for the pass kernels), one thread per vector,
 // with the pass kernels' semantics: DIF takes natural order to bit-reversed and scales after,

@@ -39,7 +39,8 @@ const PACKED_WRAPPER: &str = include_str!("../bundle/packed");
 /// Options of `cargo xtask bundle`.
 #[derive(clap::Args, Debug)]
 pub struct BundleArgs {
-    /// Architectures of the shipped kernel image (SASS), comma-separated; PTX is always added.
+    /// Architectures of the shipped kernel image (SASS), comma-separated; the default image also
+    /// carries the PTX, variant images do not.
     #[arg(long, value_delimiter = ',', default_value = "sm_90")]
     pub arch: Vec<String>,
     /// A variant kernel image to ship beside the default one (repeatable): its preprocessor
