@@ -56,6 +56,10 @@ pub struct Args {
     /// (comma-separated; `MsmConfig::affine_levels`), each checked like the default.
     #[arg(long, value_delimiter = ',')]
     affine_levels: Vec<u32>,
+    /// Most windows per pair-level launch to time each of --affine-levels with
+    /// (comma-separated; `MsmConfig::pair_group`, 0: as many as fit).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pair_groups: Vec<u32>,
     /// Also time every --g1 and --g2 size with the radix sort (`MsmConfig::radix_sort`), alone
     /// and with each of --affine-levels.
     #[arg(long)]
@@ -130,6 +134,7 @@ struct Ctx {
     seed: u64,
     runs: usize,
     affine_levels: Vec<u32>,
+    pair_groups: Vec<u32>,
     radix_sort: bool,
 }
 
@@ -185,7 +190,10 @@ impl Ctx {
             eprintln!("      {phase:<28} {ms:>9.3} ms");
         }
         if info.plan.affine_levels > 0 {
-            eprintln!("      with {} pair level(s)", info.plan.affine_levels);
+            eprintln!(
+                "      with {} pair level(s), {} window(s) per launch",
+                info.plan.affine_levels, info.plan.pair_group
+            );
         }
         if info.plan.radix_sort {
             eprintln!("      with the radix sort");
@@ -279,15 +287,21 @@ impl Ctx {
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
             // The variants asked for: pair levels alone, the radix sort alone, and both.
-            let mut variants: Vec<(u32, bool)> =
-                self.affine_levels.iter().map(|&l| (l, false)).collect();
+            // Each pair-level count with each group cap.
+            let with_groups = |radix: bool| {
+                self.affine_levels
+                    .iter()
+                    .flat_map(move |&l| self.pair_groups.iter().map(move |&g| (l, g, radix)))
+            };
+            let mut variants: Vec<(u32, u32, bool)> = with_groups(false).collect();
             if self.radix_sort {
-                variants.push((0, true));
-                variants.extend(self.affine_levels.iter().map(|&l| (l, true)));
+                variants.push((0, 0, true));
+                variants.extend(with_groups(true));
             }
-            for (levels, radix_sort) in variants {
+            for (levels, group, radix_sort) in variants {
                 let cfg = MsmConfig {
                     affine_levels: levels,
+                    pair_group: group,
                     radix_sort,
                     ..dense
                 };
@@ -295,6 +309,9 @@ impl Ctx {
                 let mut what = format!("{} 2^{log_n}", C::NAME.to_uppercase());
                 if levels > 0 {
                     what += &format!(", {levels} pair level(s)");
+                    if group > 0 {
+                        what += &format!(" ≤ {group} window(s)/launch");
+                    }
                 }
                 if radix_sort {
                     what += ", radix sort";
@@ -327,6 +344,7 @@ pub fn run(args: &Args) -> Result<()> {
         seed: args.seed,
         runs: args.runs,
         affine_levels: args.affine_levels.clone(),
+        pair_groups: args.pair_groups.clone(),
         radix_sort: args.radix_sort,
     };
     let max = args

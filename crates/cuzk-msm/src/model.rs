@@ -296,7 +296,8 @@ fn halved_starts(cnt: &[u32]) -> (Vec<u32>, Vec<usize>, usize) {
 }
 
 /// The accumulation of one chunk with pair levels, as `MsmEngine::pair_levels` launches it:
-/// per window, `levels` pair levels from the sorted entries, then a chain over what is left.
+/// per group of `plan.pair_group` windows (one key range), `levels` pair levels from the
+/// sorted entries, then a chain over what is left.
 #[allow(clippy::too_many_arguments)] // The chunk's sort, as the engine holds it.
 fn pair_levels<C: MsmCurve>(
     keys: &[u32],
@@ -317,11 +318,14 @@ fn pair_levels<C: MsmCurve>(
             (x, if v >> 31 == 1 { -y } else { y })
         })
         .collect();
+    let group = plan.pair_group.max(1) as usize;
     let mut at = 0usize;
-    for w in 0..w_count {
-        let key_base = (w * nb) as u32;
-        let mut cnt = hist[w * nb..(w + 1) * nb].to_vec();
-        let mut begin: Vec<usize> = Vec::with_capacity(nb);
+    for w0 in (0..w_count).step_by(group) {
+        let g = group.min(w_count - w0);
+        let key_base = (w0 * nb) as u32;
+        let (gnb, m) = (g * nb, g * len);
+        let mut cnt = hist[w0 * nb..w0 * nb + gnb].to_vec();
+        let mut begin: Vec<usize> = Vec::with_capacity(gnb);
         for &c in &cnt {
             begin.push(at);
             at += c as usize;
@@ -329,7 +333,17 @@ fn pair_levels<C: MsmCurve>(
         let (mut k, mut p) = (keys.to_vec(), coords.clone());
         for level in 0..plan.affine_levels {
             let (half, starts, total) = halved_starts(&cnt);
-            assert!(total <= crate::plan::pair_outputs(len, nb, level + 1));
+            assert!(total <= crate::plan::pair_outputs(m, gnb, level + 1));
+            let cap = if level % 2 == 0 {
+                plan.sizes.affine_a
+            } else {
+                plan.sizes.affine_b
+            };
+            assert!(
+                total <= cap,
+                "level {level}: {total} slots, buffer of {cap}"
+            );
+            assert!(gnb <= plan.sizes.window_buckets);
             let threads = crate::plan::pair_threads(total, 1, 512);
             k = slot_keys(&cnt, &starts, key_base, total);
             p = pair_level::<C>(&p, &cnt, &begin, key_base, &starts, &k, threads);
@@ -538,6 +552,7 @@ mod tests {
             sm_count: 1,
             allowance: 1 << 30,
             affine_levels: 0,
+            pair_group: 0,
             radix_sort: false,
         }
     }
@@ -605,10 +620,15 @@ mod tests {
         check::<G1>(&bases, &vec![Scalar::ZERO; n], &p, "all zero");
     }
 
+    /// `p` with pair levels, all windows of a pass in one group.
     fn with_levels(p: &Plan, levels: u32) -> Plan {
+        with_group(p, levels, p.pass_windows)
+    }
+
+    fn with_group(p: &Plan, levels: u32, group: u32) -> Plan {
         let mut p = *p;
         p.affine_levels = levels;
-        p
+        p.with_pair_group(group)
     }
 
     #[test]
@@ -636,6 +656,23 @@ mod tests {
             check::<G1>(&with_identity, &random_scalars(n, 13), &q, "identity bases");
             check::<G1>(&bases, &vec![Scalar::ZERO; n], &q, "all zero");
             check::<G1>(&bases, &sparse_scalars(n, 0.3, 0.3, 14), &q, "sparse");
+        }
+        // Groups of one window, of a few, and one not dividing the pass (a shorter last group).
+        assert!(
+            p.pass_windows > 5 && !p.pass_windows.is_multiple_of(5),
+            "{p:?}"
+        );
+        for group in [1, 2, 5] {
+            let q = with_group(&p, 2, group);
+            assert_eq!(q.pair_group, group);
+            check::<G1>(&bases, &random_scalars(n, 17), &q, "random, grouped");
+            check::<G1>(&same, &vec![-Scalar::ONE; n], &q, "r - 1, grouped");
+            check::<G1>(
+                &opposite,
+                &vec![Scalar::from(3u64); n],
+                &q,
+                "P and -P, grouped",
+            );
         }
         for (n, bits) in [(1, 4), (2, 5), (3, 8), (100, 4), (1000, 7)] {
             let bases = random_bases::<G1>(n, n as u64);
@@ -753,7 +790,7 @@ mod tests {
                 "radix, sparse",
             );
             check::<G1>(&bases, &vec![Scalar::ONE; n], &p, "radix, all ones");
-            p.affine_levels = 2;
+            p = with_levels(&p, 2);
             check::<G1>(&bases, &random_scalars(n, 33), &p, "radix and pair levels");
         }
         let n = 1500;

@@ -97,6 +97,8 @@ pub struct PlanInput {
     /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels.
     /// A plan that cannot fit them runs none.
     pub affine_levels: u32,
+    /// Most windows whose pair levels run in one launch (0: as many as fit, up to a pass).
+    pub pair_group: u32,
     /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
     /// that cannot fit the radix buffers scatters.
     pub radix_sort: bool,
@@ -124,6 +126,10 @@ pub struct Plan {
     /// Batch-affine pair levels on each window's entries (`PlanInput::affine_levels` when
     /// they fit the allowance, else 0).
     pub affine_levels: u32,
+    /// Windows whose pair levels run together, one launch per level for the group: their
+    /// buckets form one key range, so one inversion per work item serves the slots of all of
+    /// them. The last group of a pass may be shorter. 1 without pair levels.
+    pub pair_group: u32,
     /// Whether each chunk is sorted by radix passes (`PlanInput::radix_sort` when the
     /// buffers fit the allowance).
     pub radix_sort: bool,
@@ -156,12 +162,12 @@ pub struct Sizes {
     pub segment_points: usize,
     /// Window sums (all windows) plus the sum of the bases whose scalar is one.
     pub result_points: usize,
-    /// Keyed affine points written by the first, third, ... pair level of a window.
+    /// Keyed affine points written by the first, third, ... pair level of a window group.
     pub affine_a: usize,
-    /// Keyed affine points written by the second, fourth, ... pair level of a window.
+    /// Keyed affine points written by the second, fourth, ... pair level of a window group.
     pub affine_b: usize,
-    /// Buckets of one window whose per-level counts and starts the pair levels keep (two of
-    /// each, alternately), 0 without pair levels.
+    /// Buckets of one window group whose per-level counts and starts the pair levels keep
+    /// (two of each, alternately), 0 without pair levels.
     pub window_buckets: usize,
     /// The radix sort's second buffer of pairs, 0 without it.
     pub radix_pairs: usize,
@@ -245,9 +251,9 @@ pub fn level_outputs(m: usize, span: u32) -> usize {
     2 * m.div_ceil(span as usize)
 }
 
-/// Entries a pair level can leave of a window with at most `m` entries in `nb` buckets, after
-/// `level` levels (1 = after the first): each bucket keeps ceil(count / 2), so the total is at
-/// most (m_prev + nb) / 2 per level.
+/// Entries a pair level can leave of a window (or a group of windows) with at most `m` entries
+/// in `nb` buckets, after `level` levels (1 = after the first): each bucket keeps
+/// ceil(count / 2), so the total is at most (m_prev + nb) / 2 per level.
 pub fn pair_outputs(m: usize, nb: usize, level: u32) -> usize {
     let mut out = m;
     for _ in 0..level {
@@ -276,7 +282,9 @@ impl Plan {
     /// The plan with the largest chunk and pass that fit `input.allowance`. Pair levels and
     /// the radix sort are kept only where they fit without cutting the MSM into more pieces (a
     /// narrower window, fewer windows per pass, a smaller chunk) than it takes without them;
-    /// where both do not, the pair levels are kept before the radix sort.
+    /// the pair levels then group as many windows per launch as fit (`PlanInput::pair_group`
+    /// at most). The radix sort is added only where it narrows no such group: where both do
+    /// not fit, the pair levels are kept before the radix sort.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
         if input.affine_levels > MAX_AFFINE_LEVELS {
             return Err(MsmError::BadAffineLevels {
@@ -289,31 +297,68 @@ impl Plan {
             radix_sort: false,
             ..*input
         })?;
-        let candidates = [
-            *input,
-            PlanInput {
-                radix_sort: false,
-                ..*input
-            },
-            PlanInput {
+        // The plan for `c` where it keeps the plain plan's shape.
+        let same_shape = |c: &PlanInput| -> Option<Plan> {
+            let p = Self::fit(c).ok()?;
+            ((p.bits, p.pass_windows, p.chunk) == (plain.bits, plain.pass_windows, plain.chunk))
+                .then(|| p.widest_group(input))
+        };
+        let radix_only = || {
+            let c = PlanInput {
                 affine_levels: 0,
                 ..*input
-            },
-        ];
-        for (i, c) in candidates.iter().enumerate() {
-            // The plain plan is known; a candidate equal to an earlier one was tried.
-            if (c.affine_levels == 0 && !c.radix_sort) || candidates[..i].contains(c) {
-                continue;
-            }
-            if let Ok(p) = Self::fit(c) {
-                if (p.bits, p.pass_windows, p.chunk)
-                    == (plain.bits, plain.pass_windows, plain.chunk)
-                {
-                    return Ok(p);
+            };
+            input.radix_sort.then(|| same_shape(&c)).flatten()
+        };
+        if input.affine_levels == 0 {
+            return Ok(radix_only().unwrap_or(plain));
+        }
+        let levels = same_shape(&PlanInput {
+            radix_sort: false,
+            ..*input
+        });
+        let Some(levels) = levels else {
+            return Ok(radix_only().unwrap_or(plain));
+        };
+        if input.radix_sort {
+            if let Some(both) = same_shape(input) {
+                if both.pair_group >= levels.pair_group {
+                    return Ok(both);
                 }
             }
         }
-        Ok(plain)
+        Ok(levels)
+    }
+
+    /// `self` (planned with one window per pair-level launch) with the most windows per
+    /// launch that fit `input.allowance`, at most `input.pair_group` (0: a pass).
+    fn widest_group(self, input: &PlanInput) -> Plan {
+        if self.affine_levels == 0 {
+            return self;
+        }
+        let most = match input.pair_group {
+            0 => self.pass_windows,
+            g => g.min(self.pass_windows),
+        };
+        (1..=most)
+            .rev()
+            .map(|g| self.with_pair_group(g))
+            .find(|p| p.bytes(input.xyzz_bytes) <= input.allowance)
+            .unwrap_or(self)
+    }
+
+    /// `self` with the pair levels of `group` windows (at least 1, at most a pass) run in one
+    /// launch per level, its level buffers sized for them.
+    pub fn with_pair_group(mut self, group: u32) -> Plan {
+        let g = group.clamp(1, self.pass_windows.max(1));
+        self.pair_group = g;
+        self.sizes = level_sizes(
+            self.sizes,
+            self.affine_levels,
+            g as usize * self.chunk,
+            g as usize * self.buckets as usize,
+        );
+        self
     }
 
     /// The plan with the largest chunk and pass that fit `input.allowance`, with the pair
@@ -410,17 +455,9 @@ impl Plan {
             bucket_points: hist,
             segment_points: segments,
             result_points: window_count(bits) as usize + 1,
-            affine_a: if levels >= 1 {
-                pair_outputs(chunk, nb, 1)
-            } else {
-                0
-            },
-            affine_b: if levels >= 2 {
-                pair_outputs(chunk, nb, 2)
-            } else {
-                0
-            },
-            window_buckets: if levels >= 1 { nb } else { 0 },
+            affine_a: 0,
+            affine_b: 0,
+            window_buckets: 0,
             radix_pairs: if input.radix_sort { pairs } else { 0 },
             radix_counts: if input.radix_sort {
                 RADIX_DIGITS * pairs.div_ceil(RADIX_TILE).max(1)
@@ -438,8 +475,9 @@ impl Plan {
             span_affine,
             seg_log,
             affine_levels: levels,
+            pair_group: 1,
             radix_sort: input.radix_sort,
-            sizes,
+            sizes: level_sizes(sizes, levels, chunk, nb),
         }
     }
 
@@ -484,6 +522,24 @@ impl Plan {
     /// Device bytes of the work buffers for XYZZ points of `xyzz` bytes.
     pub fn bytes(&self, xyzz: usize) -> usize {
         self.sizes.bytes(xyzz)
+    }
+}
+
+/// `sizes` with the pair levels' buffers for `levels` levels over groups of at most `m`
+/// entries in `nb` buckets.
+fn level_sizes(sizes: Sizes, levels: u32, m: usize, nb: usize) -> Sizes {
+    let at = |level: u32| {
+        if levels >= level {
+            pair_outputs(m, nb, level)
+        } else {
+            0
+        }
+    };
+    Sizes {
+        affine_a: at(1),
+        affine_b: at(2),
+        window_buckets: if levels >= 1 { nb } else { 0 },
+        ..sizes
     }
 }
 
@@ -597,6 +653,7 @@ mod tests {
             sm_count: 132,
             allowance,
             affine_levels: 0,
+            pair_group: 0,
             radix_sort: false,
         }
     }
@@ -694,15 +751,20 @@ mod tests {
 
     #[test]
     fn pair_levels_fit_beside_the_plan_or_are_dropped() {
-        let levels = |n: usize, allowance: usize, l: u32| {
+        let grouped = |n: usize, allowance: usize, l: u32, group: u32| {
             Plan::new(&PlanInput {
                 affine_levels: l,
+                pair_group: group,
                 ..input(n, allowance)
             })
         };
+        let levels = |n: usize, allowance: usize, l: u32| grouped(n, allowance, l, 1);
         let roomy = levels(1 << 26, 100 << 30, 3).unwrap();
         let plain = levels(1 << 26, 100 << 30, 0).unwrap();
-        assert_eq!(roomy.affine_levels, 3);
+        assert_eq!(
+            (roomy.affine_levels, roomy.pair_group, plain.pair_group),
+            (3, 1, 1)
+        );
         assert_eq!((roomy.bits, roomy.chunk), (plain.bits, plain.chunk));
         let nb = roomy.buckets as usize;
         assert_eq!(roomy.sizes.affine_a, ((1 << 26) + nb) / 2);
@@ -713,6 +775,23 @@ mod tests {
             extra,
             (roomy.sizes.affine_a + roomy.sizes.affine_b) * 100 + (4 * nb + 2) * 4
         );
+        // Groups: a whole pass where it fits, at most the cap asked for, else the most that fit.
+        let wide = grouped(1 << 26, 100 << 30, 3, 0).unwrap();
+        let g = wide.pass_windows as usize;
+        assert_eq!(wide.pair_group as usize, g);
+        assert_eq!(wide.sizes.affine_a, pair_outputs(g << 26, g * nb, 1));
+        assert_eq!(wide.sizes.affine_b, pair_outputs(g << 26, g * nb, 2));
+        assert_eq!(wide.sizes.window_buckets, g * nb);
+        assert_eq!(grouped(1 << 26, 100 << 30, 3, 4).unwrap().pair_group, 4);
+        let room = roomy.bytes(192) + 2 * extra;
+        let mid = grouped(1 << 26, room, 3, 0).unwrap();
+        assert!(
+            mid.pair_group >= 2 && (mid.pair_group as usize) < g,
+            "{mid:?}"
+        );
+        assert!(mid.bytes(192) <= room);
+        assert!(mid.with_pair_group(mid.pair_group + 1).bytes(192) > room);
+        assert_eq!((mid.bits, mid.chunk), (plain.bits, plain.chunk));
         assert_eq!(plain.sizes.affine_a + plain.sizes.window_buckets, 0);
         // One level needs no second buffer.
         assert_eq!(levels(1 << 20, 1 << 30, 1).unwrap().sizes.affine_b, 0);

@@ -103,6 +103,7 @@ mod tests {
             sm_count: 132,
             allowance,
             affine_levels: 0,
+            pair_group: 0,
             radix_sort: false,
         }
     }

@@ -372,6 +372,49 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
         assert_eq!(got, cpu::msm::<G2>(&g2_host, &g2_scalars).unwrap());
         edge_cases_with::<G2>(1500, 145 + levels as u64, &cfg);
     }
+    // Window groups: one window per launch, and three (a pass of 19 windows of 14 bits ends
+    // with a shorter group), against the whole pass the runs above took.
+    for group in [1, 3] {
+        let cfg = MsmConfig {
+            affine_levels: 2,
+            pair_group: group,
+            ..MsmConfig::default()
+        };
+        edge_cases_with::<G1>(4096 + 7, 190 + group as u64, &cfg);
+        edge_cases_with::<G2>(1500, 192 + group as u64, &cfg);
+        let n = (1 << 16) + 3;
+        let bases_host = random_bases::<G1>(n, 194);
+        let bases = upload::<G1>(&bases_host);
+        for (what, scalars) in [
+            ("random", random_scalars(n, 195 + group as u64)),
+            ("sparse", sparse_scalars(n, 0.3, 0.3, 197)),
+        ] {
+            let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
+            check_with::<G1>(
+                &format!("group {group}, {what}"),
+                &bases,
+                &scalars,
+                &want,
+                &cfg,
+            );
+        }
+        let with_bits = MsmConfig {
+            window_bits: Some(14),
+            ..cfg
+        };
+        let scalars = random_scalars(n, 198);
+        let (got, info) = g
+            .engine
+            .msm_with(
+                &g.stream,
+                &bases,
+                Scalars::Host(&to_reprs(&scalars)),
+                &with_bits,
+            )
+            .unwrap();
+        assert_eq!((info.plan.pair_group, info.plan.windows), (group, 19));
+        assert_eq!(got, cpu::msm::<G1>(&bases_host, &scalars).unwrap());
+    }
     // Large sizes: many threads, each with a long batch; checked in linear time.
     pair_levels_at_size::<G1>((1 << 22) + 5, 2);
     pair_levels_at_size::<G1>(1 << 24, 3);
@@ -519,6 +562,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         sm_count: g.device.info().sm_count,
         allowance: 0,
         affine_levels: 0,
+        pair_group: 0,
         radix_sort: false,
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
@@ -809,6 +853,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         sm_count: g.device.info().sm_count,
         allowance: 0,
         affine_levels: 0,
+        pair_group: 0,
         radix_sort: false,
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of

@@ -103,9 +103,15 @@ pub struct MsmConfig {
     /// Batch-affine pair levels before the XYZZ accumulation (0, the default, runs none): each
     /// level sums every bucket's entries two by two in affine coordinates with one
     /// inversion per thread, about 6 multiplications a pair instead of an XYZZ addition's 10,
-    /// at the price of a window's worth of affine points in VRAM (the plan drops the levels
-    /// where they do not fit). Not yet the default: its speed on a GPU is still to be measured.
+    /// at the price of a window group's worth of affine points in VRAM (the plan drops the
+    /// levels where they do not fit). Not the default: measured slower than the XYZZ
+    /// accumulation so far (docs/perf.md).
     pub affine_levels: u32,
+    /// Most windows whose pair levels share one launch per level (0, the default: as many of
+    /// a pass as the allowance holds level buffers for). More windows share each work item's
+    /// one inversion among more pairs and cut the launches, at the price of level buffers for
+    /// all of them.
+    pub pair_group: u32,
     /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
     /// tile's pairs of a digit written together) instead of the counting sort's scatter
     /// (random 8-byte stores and an atomic per digit), at the price of a second pair buffer in
@@ -413,6 +419,7 @@ impl MsmEngine {
             sm_count: self.device.info().sm_count,
             allowance,
             affine_levels: config.affine_levels,
+            pair_group: config.pair_group,
             radix_sort: config.radix_sort,
         }
     }

@@ -258,10 +258,12 @@ impl MsmEngine {
         mark(profile, 7)
     }
 
-    /// The bucket accumulation of one chunk with pair levels: for each window of the pass,
-    /// `plan.affine_levels` batch-affine pair levels over its sorted entries (each halving
-    /// every bucket), then the segmented reduction over what they leave. `len`: the chunk's
-    /// points, the most entries a window can hold.
+    /// The bucket accumulation of one chunk with pair levels: for each group of
+    /// `plan.pair_group` windows of the pass, `plan.affine_levels` batch-affine pair levels
+    /// over the group's sorted entries (each halving every bucket; the group's buckets are one
+    /// key range, so each level is one launch for all its windows), then the segmented
+    /// reduction over what they leave. `len`: the chunk's points, the most entries a window can
+    /// hold.
     fn pair_levels<C: MsmCurve>(
         &self,
         stream: &Stream,
@@ -272,11 +274,17 @@ impl MsmEngine {
         ws: &mut Workspace<C>,
     ) -> Result<(), MsmError> {
         let k = &self.kernels;
-        let nb = plan.buckets as usize;
         let levels = plan.affine_levels;
-        for w in 0..w_count as usize {
-            let key_base = (w * nb) as u32;
-            let window = w * nb..(w + 1) * nb;
+        let group = plan.pair_group.max(1);
+        let mut w0 = 0;
+        while w0 < w_count {
+            let g = group.min(w_count - w0) as usize;
+            // The group's buckets, its entries at most g windows' worth.
+            let nb = g * plan.buckets as usize;
+            let m = g * len;
+            let key_base = u32::try_from(w0 as usize * plan.buckets as usize)
+                .expect("a pass's keys fit 32 bits");
+            let buckets_of_group = key_base as usize..key_base as usize + nb;
             let AffineLevels {
                 keys,
                 pts,
@@ -293,7 +301,7 @@ impl MsmEngine {
                     (&mut *cnt_1, &*cnt_0)
                 };
                 let in_cnt = if level == 0 {
-                    ws.hist.slice(window.clone())
+                    ws.hist.slice(buckets_of_group.clone())
                 } else {
                     cnt_src.slice(..nb)
                 };
@@ -313,8 +321,8 @@ impl MsmEngine {
                 } else {
                     (&mut *pts_1, &*pts_0)
                 };
-                let positions = crate::plan::pair_outputs(len, nb, level);
-                let slots = crate::plan::pair_outputs(len, nb, level + 1);
+                let positions = crate::plan::pair_outputs(m, nb, level);
+                let slots = crate::plan::pair_outputs(m, nb, level + 1);
                 launch::slot_keys(
                     stream,
                     k,
@@ -329,7 +337,7 @@ impl MsmEngine {
                         pairs: &ws.pairs,
                         bases,
                     };
-                    (input, ws.offsets.slice(window.clone()))
+                    (input, ws.offsets.slice(buckets_of_group.clone()))
                 } else {
                     let input = launch::PairInput::Keyed { pts: pts_src };
                     (input, start_src.slice(..nb))
@@ -340,7 +348,9 @@ impl MsmEngine {
                 )?;
             }
             let last = ((levels - 1) % 2) as usize;
-            let mut buckets = ws.buckets.slice_mut(..w_count as usize * nb);
+            let mut buckets = ws
+                .buckets
+                .slice_mut(..w_count as usize * plan.buckets as usize);
             launch::reduce::<C>(
                 stream,
                 k,
@@ -349,11 +359,12 @@ impl MsmEngine {
                     pts: &ws.affine.pts[last],
                 },
                 Count::Device(ws.affine.start[last].slice(nb..nb + 1)),
-                crate::plan::pair_outputs(len, nb, levels),
+                crate::plan::pair_outputs(m, nb, levels),
                 plan.span_affine,
                 &mut ws.parts,
                 &mut buckets,
             )?;
+            w0 += g as u32;
         }
         Ok(())
     }
