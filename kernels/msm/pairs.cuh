@@ -1,5 +1,5 @@
-//! Batch-affine pair levels of the MSM's bucket accumulation: a window's sorted entries are
-//! summed two by two within each bucket, in affine coordinates, with one field inversion per
+//! Batch-affine pair levels of the MSM's bucket accumulation: a window group's sorted entries
+//! are summed two by two within each bucket, in affine coordinates, with one field inversion per
 //! thread for all its pairs (Montgomery's batch inversion). An affine addition costs 2M + 1S
 //! once its denominator is inverted and the batch adds 3M, so a pair costs about 6
 //! multiplications where an XYZZ mixed addition costs 10; a level halves every bucket, and
@@ -8,7 +8,8 @@
 //! per slot, G2 a lane pair per slot (`fp2_lane_t`: both lanes walk the same slots, and every
 //! decision combines both halves, so a pair never splits).
 //!
-//! Layout of one level, for the nb buckets of one window: bucket b's entries are the `cnt[b]`
+//! Layout of one level, for the nb buckets of a group of windows (the host runs the windows of a
+//! pass in groups, their buckets one range of keys): bucket b's entries are the `cnt[b]`
 //! consecutive entries from `begin(b)`; entry pairs (begin + 2j, begin + 2j + 1) go to output
 //! slot `out_start[b] + j`, and an odd last entry is copied to the slot after them, so the
 //! output holds ceil(cnt[b] / 2) entries of bucket b from `out_start[b]`, which the host makes
@@ -23,8 +24,8 @@ namespace msm {
 
 // Mirrors `PairParams` in crates/cuzk-msm/src/gpu/launch.rs.
 struct PairParams {
-    uint32_t nb;        // buckets of the window
-    uint32_t key_base;  // key of the window's first bucket (keys are relative to the pass)
+    uint32_t nb;        // buckets of the window group
+    uint32_t key_base;  // key of the group's first bucket (keys are relative to the pass)
 };
 
 // Entries of the first level: the sort's interleaved (key, base index | sign) pairs. The
@@ -157,7 +158,7 @@ struct SlotWalk {
     }
 };
 
-// One pair level over the entries of one window, grid-stride over its output slots: work item
+// One pair level over the entries of one window group, grid-stride over its output slots: work item
 // t (a thread, or a lane pair for fp2_lane_t) takes slots t, t + T, ... (T items), so that
 // each item's pairs form one long batch and every lane of a warp has a slot to fill (a slot is
 // one pair or one copy). The slot's key is already in `keys` (`cuzk_msm_slot_keys`), which
