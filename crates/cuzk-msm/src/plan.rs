@@ -51,6 +51,12 @@ pub const RADIX_DIGITS: usize = 256;
 /// more slots than one wave of items times this get one wave, with longer batches.
 pub const PAIR_SLOTS: usize = 128;
 
+/// The pair levels' buffers of a plan that groups windows take at most 1 / this of its
+/// allowance: with none, each call's plan would claim nearly all free VRAM for them (a group
+/// of 12 G1 windows of 2^26 points holds about 60 GB), and other work on the device (a
+/// proof's next MSM of another shape, the pipeline's next witness) would find none left.
+pub const PAIR_LEVEL_SHARE: usize = 4;
+
 /// The window width for an MSM of `n` points with XYZZ points of `xyzz_bytes` (192 for G1,
 /// 384 for G2), from sweeps on the H200 (docs/perf.md).
 ///
@@ -97,7 +103,8 @@ pub struct PlanInput {
     /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels.
     /// A plan that cannot fit them runs none.
     pub affine_levels: u32,
-    /// Most windows whose pair levels run in one launch (0: as many as fit, up to a pass).
+    /// Most windows whose pair levels run in one launch (0: as many as fit, up to a pass, with
+    /// their buffers in [`PAIR_LEVEL_SHARE`] of the allowance).
     pub pair_group: u32,
     /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
     /// that cannot fit the radix buffers scatters.
@@ -331,7 +338,9 @@ impl Plan {
     }
 
     /// `self` (planned with one window per pair-level launch) with the most windows per
-    /// launch that fit `input.allowance`, at most `input.pair_group` (0: a pass).
+    /// launch, at most `input.pair_group` (0: a pass), whose plan fits `input.allowance` and
+    /// whose level buffers take at most [`PAIR_LEVEL_SHARE`] of it; one window when no wider
+    /// group does.
     fn widest_group(self, input: &PlanInput) -> Plan {
         if self.affine_levels == 0 {
             return self;
@@ -340,11 +349,19 @@ impl Plan {
             0 => self.pass_windows,
             g => g.min(self.pass_windows),
         };
+        let xyzz = input.xyzz_bytes;
+        let share = input.allowance / PAIR_LEVEL_SHARE;
         (1..=most)
             .rev()
             .map(|g| self.with_pair_group(g))
-            .find(|p| p.bytes(input.xyzz_bytes) <= input.allowance)
+            .find(|p| p.bytes(xyzz) <= input.allowance && p.level_bytes(xyzz) <= share)
             .unwrap_or(self)
+    }
+
+    /// Device bytes of the pair levels' buffers (points, keys, counts and starts).
+    pub fn level_bytes(&self, xyzz: usize) -> usize {
+        let without = level_sizes(self.sizes, 0, 0, 0);
+        self.sizes.bytes(xyzz) - without.bytes(xyzz)
     }
 
     /// `self` with the pair levels of `group` windows (at least 1, at most a pass) run in one
@@ -775,23 +792,29 @@ mod tests {
             extra,
             (roomy.sizes.affine_a + roomy.sizes.affine_b) * 100 + (4 * nb + 2) * 4
         );
-        // Groups: a whole pass where it fits, at most the cap asked for, else the most that fit.
-        let wide = grouped(1 << 26, 100 << 30, 3, 0).unwrap();
+        assert_eq!(roomy.level_bytes(192), extra);
+        // Groups: a whole pass where its level buffers take at most their share of the
+        // allowance, at most the cap asked for, else the most that fit both.
+        let wide = grouped(1 << 26, 400 << 30, 3, 0).unwrap();
         let g = wide.pass_windows as usize;
         assert_eq!(wide.pair_group as usize, g);
         assert_eq!(wide.sizes.affine_a, pair_outputs(g << 26, g * nb, 1));
         assert_eq!(wide.sizes.affine_b, pair_outputs(g << 26, g * nb, 2));
         assert_eq!(wide.sizes.window_buckets, g * nb);
-        assert_eq!(grouped(1 << 26, 100 << 30, 3, 4).unwrap().pair_group, 4);
-        let room = roomy.bytes(192) + 2 * extra;
-        let mid = grouped(1 << 26, room, 3, 0).unwrap();
-        assert!(
-            mid.pair_group >= 2 && (mid.pair_group as usize) < g,
-            "{mid:?}"
-        );
-        assert!(mid.bytes(192) <= room);
-        assert!(mid.with_pair_group(mid.pair_group + 1).bytes(192) > room);
-        assert_eq!((mid.bits, mid.chunk), (plain.bits, plain.chunk));
+        assert!(wide.level_bytes(192) <= (400 << 30) / PAIR_LEVEL_SHARE);
+        assert_eq!(grouped(1 << 26, 400 << 30, 3, 4).unwrap().pair_group, 4);
+        for room in [100usize << 30, roomy.bytes(192) + 2 * extra, 20 << 30] {
+            let mid = grouped(1 << 26, room, 3, 0).unwrap();
+            let g = mid.pair_group;
+            assert!(g >= 1 && g < mid.pass_windows, "{room}: {mid:?}");
+            assert_eq!((mid.bits, mid.chunk), (plain.bits, plain.chunk));
+            let fits =
+                |p: &Plan| p.bytes(192) <= room && p.level_bytes(192) <= room / PAIR_LEVEL_SHARE;
+            // The widest that fits both bounds; one window when none wider does.
+            assert!(g == 1 || fits(&mid), "{room}: {mid:?}");
+            assert!(!fits(&mid.with_pair_group(g + 1)), "{room}: {mid:?}");
+        }
+        assert!(grouped(1 << 26, 100 << 30, 3, 0).unwrap().pair_group >= 2);
         assert_eq!(plain.sizes.affine_a + plain.sizes.window_buckets, 0);
         // One level needs no second buffer.
         assert_eq!(levels(1 << 20, 1 << 30, 1).unwrap().sizes.affine_b, 0);
@@ -831,10 +854,26 @@ mod tests {
             radix.bytes(192) - plain.bytes(192),
             (2 * pairs + 2 * cells + 1 + cells.div_ceil(SCAN_TILE)) * 4
         );
-        // Room for one of the two: the pair levels are kept, the radix sort dropped.
-        let levels_only = with(1 << 26, 100 << 30, false, 2);
-        let both = with(1 << 26, levels_only.bytes(192), true, 2);
+        // Room for one of the two: the pair levels are kept, the radix sort dropped. (One
+        // window per launch: wider groups would take what the radix sort needs.)
+        let one_window = |allowance: usize, radix: bool| {
+            Plan::new(&PlanInput {
+                radix_sort: radix,
+                affine_levels: 2,
+                pair_group: 1,
+                ..input(1 << 26, allowance)
+            })
+            .unwrap()
+        };
+        let levels_only = one_window(100 << 30, false);
+        let both = one_window(levels_only.bytes(192), true);
         assert_eq!((both.affine_levels, both.radix_sort), (2, false));
+        // With room for both at one window, a group that the radix sort would narrow keeps
+        // the radix sort out.
+        let room = levels_only.bytes(192) + (radix.bytes(192) - plain.bytes(192));
+        let wide = with(1 << 26, 4 * room, false, 2);
+        assert!(wide.pair_group > 1);
+        assert!(with(1 << 26, 4 * room, true, 2).pair_group >= wide.pair_group);
         // Room for neither: the plain plan.
         let neither = with(1 << 26, plain.bytes(192), true, 2);
         assert_eq!(neither, plain);

@@ -108,9 +108,9 @@ pub struct MsmConfig {
     /// accumulation so far (docs/perf.md).
     pub affine_levels: u32,
     /// Most windows whose pair levels share one launch per level (0, the default: as many of
-    /// a pass as the allowance holds level buffers for). More windows share each work item's
-    /// one inversion among more pairs and cut the launches, at the price of level buffers for
-    /// all of them.
+    /// a pass as fit with their level buffers in a quarter of the allowance,
+    /// [`crate::plan::PAIR_LEVEL_SHARE`]). More windows share each work item's one inversion
+    /// among more pairs and cut the launches, at the price of level buffers for all of them.
     pub pair_group: u32,
     /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
     /// tile's pairs of a digit written together) instead of the counting sort's scatter
