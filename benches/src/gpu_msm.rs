@@ -288,10 +288,12 @@ impl Ctx {
             });
             // The variants asked for: pair levels alone, the radix sort alone, and both.
             // Each pair-level count with each group cap.
+            // (Without levels the group cap changes nothing: one run.)
             let with_groups = |radix: bool| {
-                self.affine_levels
-                    .iter()
-                    .flat_map(move |&l| self.pair_groups.iter().map(move |&g| (l, g, radix)))
+                self.affine_levels.iter().flat_map(move |&l| {
+                    let groups: &[u32] = if l == 0 { &[0] } else { &self.pair_groups };
+                    groups.iter().map(move |&g| (l, g, radix))
+                })
             };
             let mut variants: Vec<(u32, u32, bool)> = with_groups(false).collect();
             if self.radix_sort {

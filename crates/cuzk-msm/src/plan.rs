@@ -103,8 +103,8 @@ pub struct PlanInput {
     /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels.
     /// A plan that cannot fit them runs none.
     pub affine_levels: u32,
-    /// Most windows whose pair levels run in one launch (0: as many as fit, up to a pass, with
-    /// their buffers in [`PAIR_LEVEL_SHARE`] of the allowance).
+    /// Most windows whose pair levels run in one launch (0: a pass). The plan takes at most as
+    /// many as fit with their buffers in [`PAIR_LEVEL_SHARE`] of the allowance, at least one.
     pub pair_group: u32,
     /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
     /// that cannot fit the radix buffers scatters.
@@ -130,8 +130,8 @@ pub struct Plan {
     pub span_affine: u32,
     /// log2 of buckets per thread when summing the buckets of a window.
     pub seg_log: u32,
-    /// Batch-affine pair levels on each window's entries (`PlanInput::affine_levels` when
-    /// they fit the allowance, else 0).
+    /// Batch-affine pair levels on the entries of each window group (`PlanInput::affine_levels`
+    /// when they fit the allowance, else 0).
     pub affine_levels: u32,
     /// Windows whose pair levels run together, one launch per level for the group: their
     /// buckets form one key range, so one inversion per work item serves the slots of all of

@@ -412,7 +412,8 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
                 &with_bits,
             )
             .unwrap();
-        assert_eq!((info.plan.pair_group, info.plan.windows), (group, 19));
+        let p = info.plan;
+        assert_eq!((p.pair_group, p.windows, p.pass_windows), (group, 19, 19));
         assert_eq!(got, cpu::msm::<G1>(&bases_host, &scalars).unwrap());
     }
     // Large sizes: many threads, each with a long batch; checked in linear time.

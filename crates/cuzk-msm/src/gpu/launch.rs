@@ -637,8 +637,8 @@ pub(super) fn bucket_sums<C: MsmCurve>(
     Ok(())
 }
 
-/// `out[b] = ceil(input[b] / 2)` for every bucket of `input`: a window's counts after a pair
-/// level.
+/// `out[b] = ceil(input[b] / 2)` for every bucket of `input`: a window group's counts after a
+/// pair level.
 pub(super) fn halve_counts(
     stream: &Stream,
     k: &Kernels,
@@ -695,7 +695,7 @@ pub(super) fn slot_keys(
     Ok(())
 }
 
-/// Where a pair level reads a window's entries.
+/// Where a pair level reads a window group's entries (contiguous in key order).
 pub(super) enum PairInput<'a, C: MsmCurve> {
     /// The sort's interleaved (key, base index | sign) pairs, bucket b's `cnt[b]` of them
     /// ending at `start[b]` (the scatter's cursors).
@@ -709,10 +709,10 @@ pub(super) enum PairInput<'a, C: MsmCurve> {
     },
 }
 
-/// One batch-affine pair level over the `cnt.len()` buckets of one window (keys from
+/// One batch-affine pair level over the `cnt.len()` buckets of one window group (keys from
 /// `key_base`): bucket b's sums go to `out_pts` from `out_start[b]`, the exclusive scan of the
 /// halved counts, whose slots' keys `slot_keys` has written to `keys`. `positions`: the most
-/// entries the window can hold at this level (bounds the slots, `plan::pair_outputs`, which
+/// entries the group can hold at this level (bounds the slots, `plan::pair_outputs`, which
 /// size the grid with `plan::pair_threads`).
 #[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
 pub(super) fn pair_level<C: MsmCurve>(
@@ -764,11 +764,12 @@ pub(super) fn pair_level<C: MsmCurve>(
     // key_base < nb is slot s's bucket, as `slot_keys` wrote it. Slot s of bucket b reads
     // entries begin(b) + 2j and the next (j = s − out_start[b], the next only below cnt[b]):
     // - sorted: pairs are the chunk's sorted (key, value) pairs and bases the MSM's points;
-    //   the window's entries lie between cursor[0] − cnt[0] and cursor[nb − 1] (the scatter's
-    //   cursors, or the scan plus the counts after a radix sort), a range the sort wrote, at
-    //   most `positions` pairs (the chunk's points, one digit per window), and the base
+    //   the group's entries lie between cursor[0] − cnt[0] and cursor[nb − 1] (the scatter's
+    //   cursors, or the scan plus the counts after a radix sort), contiguous since its
+    //   windows' keys are, a range the sort wrote, at most `positions` pairs (the chunk's
+    //   points for each window of the group, one digit per window), and the base
     //   indices come from this MSM's points;
-    // - keyed: pts are the points of the level before, the window's entries
+    // - keyed: pts are the points of the level before, the group's entries
     //   [0, start[nb − 1] + cnt[nb − 1]), what that level wrote, at most `positions`, in a
     //   buffer other than the output.
     // Each slot has one writer, the one work item that takes it (both lanes of a G2 pair write

@@ -104,12 +104,13 @@ pub struct MsmConfig {
     /// level sums every bucket's entries two by two in affine coordinates with one
     /// inversion per thread, about 6 multiplications a pair instead of an XYZZ addition's 10,
     /// at the price of a window group's worth of affine points in VRAM (the plan drops the
-    /// levels where they do not fit). Not the default: measured slower than the XYZZ
-    /// accumulation so far (docs/perf.md).
+    /// levels where they do not fit). Not the default: on an H100, with whole-pass window
+    /// groups, they cut dense G2 MSMs of 2^22–2^24 points by 14–20% and leave G1 level, and
+    /// the prover does not yet use them well (docs/perf.md, seventeenth session).
     pub affine_levels: u32,
-    /// Most windows whose pair levels share one launch per level (0, the default: as many of
-    /// a pass as fit with their level buffers in a quarter of the allowance,
-    /// [`crate::plan::PAIR_LEVEL_SHARE`]). More windows share each work item's one inversion
+    /// Most windows whose pair levels share one launch per level (0, the default: a pass).
+    /// Either way the plan takes no more than fit with their level buffers in a quarter of
+    /// the allowance ([`crate::plan::PAIR_LEVEL_SHARE`]), and at least one. More windows share each work item's one inversion
     /// among more pairs and cut the launches, at the price of level buffers for all of them.
     pub pair_group: u32,
     /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
