@@ -53,7 +53,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     sweep_g2: Vec<u32>,
     /// Also time every --g1 and --g2 size with these numbers of batch-affine pair levels
-    /// (comma-separated; `MsmConfig::affine_levels`), each checked like the default.
+    /// (comma-separated; `MsmConfig::affine_levels`; 0 times the plain accumulation), each
+    /// checked like the default row, whose levels the plan chooses.
     #[arg(long, value_delimiter = ',')]
     affine_levels: Vec<u32>,
     /// Most windows per pair-level launch to time each of --affine-levels with
@@ -198,10 +199,11 @@ impl Ctx {
         if info.plan.radix_sort {
             eprintln!("      with the radix sort");
         }
-        if (info.plan.affine_levels, info.plan.radix_sort) != (cfg.affine_levels, cfg.radix_sort) {
+        let asked = cfg.affine_levels.unwrap_or(info.plan.affine_levels);
+        if (info.plan.affine_levels, info.plan.radix_sort) != (asked, cfg.radix_sort) {
             eprintln!(
-                "      NOTE: asked for {} pair level(s), radix sort {}; the plan runs {}, {} (VRAM)",
-                cfg.affine_levels, cfg.radix_sort, info.plan.affine_levels, info.plan.radix_sort
+                "      NOTE: asked for {asked} pair level(s), radix sort {}; the plan runs {}, {} (VRAM)",
+                cfg.radix_sort, info.plan.affine_levels, info.plan.radix_sort
             );
         }
         Ok(t)
@@ -302,14 +304,16 @@ impl Ctx {
             }
             for (levels, group, radix_sort) in variants {
                 let cfg = MsmConfig {
-                    affine_levels: levels,
+                    affine_levels: Some(levels),
                     pair_group: group,
                     radix_sort,
                     ..dense
                 };
                 let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
                 let mut what = format!("{} 2^{log_n}", C::NAME.to_uppercase());
-                if levels > 0 {
+                if levels == 0 {
+                    what += ", no pair levels";
+                } else {
                     what += &format!(", {levels} pair level(s)");
                     if group > 0 {
                         what += &format!(" ≤ {group} window(s)/launch");

@@ -551,7 +551,7 @@ mod tests {
             xyzz_bytes: 192,
             sm_count: 1,
             allowance: 1 << 30,
-            affine_levels: 0,
+            affine_levels: Some(0),
             pair_group: 0,
             radix_sort: false,
         }

@@ -79,6 +79,24 @@ pub fn window_bits(n: usize, xyzz_bytes: usize) -> u32 {
 /// holds at most [`PIECE`] ones and the chain must still fill the GPU.
 pub const SPAN_ONES: u32 = 32;
 
+/// The pair levels a plan runs where the caller leaves the count to it: 4 for dense G2 MSMs
+/// of 2^21 and 2^22 points, 5 from 2^23, none otherwise. Measured on an H100 (docs/perf.md,
+/// seventeenth session), each against the plain accumulation in the same call: G2 2^24 −20%
+/// with 5 levels, 2^22 −14% with 4, 2^20 level; G1 level or slower at every size, since its
+/// pairs are bound by memory traffic rather than by products. Split plans run none: their
+/// level buffers would be sized for the whole chunk, not for the tail the call samples.
+pub fn auto_affine_levels(input: &PlanInput) -> u32 {
+    let g2 = input.xyzz_bytes > 192;
+    if !g2 || input.split {
+        return 0;
+    }
+    match floor_log2(input.tail.min(input.n)) {
+        0..=20 => 0,
+        21 | 22 => 4,
+        _ => 5,
+    }
+}
+
 /// What a plan is made for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanInput {
@@ -100,15 +118,24 @@ pub struct PlanInput {
     pub sm_count: u32,
     /// Device bytes the call may use.
     pub allowance: usize,
-    /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels.
-    /// A plan that cannot fit them runs none.
-    pub affine_levels: u32,
+    /// Batch-affine pair levels to run on each window's sorted entries before the XYZZ levels;
+    /// `None` leaves the count to [`auto_affine_levels`]. A plan that cannot fit them runs none.
+    pub affine_levels: Option<u32>,
     /// Most windows whose pair levels run in one launch (0: a pass). The plan takes at most as
     /// many as fit with their buffers in [`PAIR_LEVEL_SHARE`] of the allowance, at least one.
     pub pair_group: u32,
     /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
     /// that cannot fit the radix buffers scatters.
     pub radix_sort: bool,
+}
+
+impl PlanInput {
+    /// The pair levels asked for: `affine_levels`, or [`auto_affine_levels`] where it is
+    /// `None`.
+    pub fn levels(&self) -> u32 {
+        self.affine_levels
+            .unwrap_or_else(|| auto_affine_levels(self))
+    }
 }
 
 /// How one MSM runs on the device.
@@ -130,7 +157,7 @@ pub struct Plan {
     pub span_affine: u32,
     /// log2 of buckets per thread when summing the buckets of a window.
     pub seg_log: u32,
-    /// Batch-affine pair levels on the entries of each window group (`PlanInput::affine_levels`
+    /// Batch-affine pair levels on the entries of each window group (`PlanInput::levels`
     /// when they fit the allowance, else 0).
     pub affine_levels: u32,
     /// Windows whose pair levels run together, one launch per level for the group: their
@@ -293,14 +320,19 @@ impl Plan {
     /// at most). The radix sort is added only where it narrows no such group: where both do
     /// not fit, the pair levels are kept before the radix sort.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
-        if input.affine_levels > MAX_AFFINE_LEVELS {
+        let asked = input.levels();
+        if asked > MAX_AFFINE_LEVELS {
             return Err(MsmError::BadAffineLevels {
-                levels: input.affine_levels,
+                levels: asked,
                 max: MAX_AFFINE_LEVELS,
             });
         }
+        let input = &PlanInput {
+            affine_levels: Some(asked),
+            ..*input
+        };
         let plain = Self::fit(&PlanInput {
-            affine_levels: 0,
+            affine_levels: Some(0),
             radix_sort: false,
             ..*input
         })?;
@@ -312,12 +344,12 @@ impl Plan {
         };
         let radix_only = || {
             let c = PlanInput {
-                affine_levels: 0,
+                affine_levels: Some(0),
                 ..*input
             };
             input.radix_sort.then(|| same_shape(&c)).flatten()
         };
-        if input.affine_levels == 0 {
+        if asked == 0 {
             return Ok(radix_only().unwrap_or(plain));
         }
         let levels = same_shape(&PlanInput {
@@ -458,7 +490,7 @@ impl Plan {
             .max(level_outputs(segments, SPAN_XYZZ));
         let second = level_outputs(first, SPAN_XYZZ);
         let piece = chunk.min(PIECE);
-        let levels = input.affine_levels;
+        let levels = input.levels();
         let nb = buckets as usize;
         let sizes = Sizes {
             staging: if input.staged { 2 * piece } else { 0 },
@@ -669,7 +701,7 @@ mod tests {
             xyzz_bytes: 192,
             sm_count: 132,
             allowance,
-            affine_levels: 0,
+            affine_levels: Some(0),
             pair_group: 0,
             radix_sort: false,
         }
@@ -770,7 +802,7 @@ mod tests {
     fn pair_levels_fit_beside_the_plan_or_are_dropped() {
         let grouped = |n: usize, allowance: usize, l: u32, group: u32| {
             Plan::new(&PlanInput {
-                affine_levels: l,
+                affine_levels: Some(l),
                 pair_group: group,
                 ..input(n, allowance)
             })
@@ -833,11 +865,69 @@ mod tests {
     }
 
     #[test]
+    fn pair_levels_by_default_for_dense_g2_from_2_21_points() {
+        let auto = |n: usize, xyzz: usize, split: bool, tail: usize| {
+            Plan::new(&PlanInput {
+                affine_levels: None,
+                xyzz_bytes: xyzz,
+                split,
+                tail,
+                ..input(n, 400 << 30)
+            })
+            .unwrap()
+            .affine_levels
+        };
+        for (log, want) in [
+            (0, 0),
+            (16, 0),
+            (20, 0),
+            (21, 4),
+            (22, 4),
+            (23, 5),
+            (24, 5),
+            (27, 5),
+        ] {
+            let n = 1usize << log;
+            assert_eq!(auto(n, 384, false, n), want, "G2 2^{log}");
+            assert_eq!(auto(n + 7, 384, false, n + 7), want, "G2 2^{log} + 7");
+            assert_eq!(auto(n, 192, false, n), 0, "G1 2^{log}");
+            assert_eq!(auto(n, 384, true, n), 0, "G2 2^{log}, split");
+            assert_eq!(auto(n, 384, true, 1), 0, "G2 2^{log}, split, tail 1");
+        }
+        // An explicit count overrides the rule either way.
+        let base = PlanInput {
+            xyzz_bytes: 384,
+            ..input(1 << 24, 400 << 30)
+        };
+        assert_eq!(base.levels(), 0);
+        assert_eq!(
+            PlanInput {
+                affine_levels: None,
+                ..base
+            }
+            .levels(),
+            5
+        );
+        let g1 = PlanInput {
+            affine_levels: Some(3),
+            ..input(1 << 24, 400 << 30)
+        };
+        assert_eq!(Plan::new(&g1).unwrap().affine_levels, 3);
+        // Covering sizes of the automatic choice serve the dense call with its levels.
+        let auto_base = PlanInput {
+            affine_levels: None,
+            ..base
+        };
+        let cover = covering_sizes(&auto_base, true, true).unwrap();
+        assert!(cover.covers(&Plan::new(&auto_base).unwrap().sizes));
+    }
+
+    #[test]
     fn radix_buffers_fit_beside_the_plan_or_the_plan_scatters() {
         let with = |n: usize, allowance: usize, radix: bool, levels: u32| {
             Plan::new(&PlanInput {
                 radix_sort: radix,
-                affine_levels: levels,
+                affine_levels: Some(levels),
                 ..input(n, allowance)
             })
             .unwrap()
@@ -859,7 +949,7 @@ mod tests {
         let one_window = |allowance: usize, radix: bool| {
             Plan::new(&PlanInput {
                 radix_sort: radix,
-                affine_levels: 2,
+                affine_levels: Some(2),
                 pair_group: 1,
                 ..input(1 << 26, allowance)
             })

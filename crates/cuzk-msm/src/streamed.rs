@@ -102,7 +102,7 @@ mod tests {
             xyzz_bytes,
             sm_count: 132,
             allowance,
-            affine_levels: 0,
+            affine_levels: Some(0),
             pair_group: 0,
             radix_sort: false,
         }

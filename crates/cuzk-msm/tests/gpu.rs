@@ -315,7 +315,7 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
     let g = gpu();
     for levels in [1, 2, 3, MAX_AFFINE_LEVELS] {
         let cfg = MsmConfig {
-            affine_levels: levels,
+            affine_levels: Some(levels),
             ..MsmConfig::default()
         };
         edge_cases_with::<G1>(4096 + 7, 140 + levels as u64, &cfg);
@@ -376,7 +376,7 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
     // with a shorter group), against the whole pass the runs above took.
     for group in [1, 3] {
         let cfg = MsmConfig {
-            affine_levels: 2,
+            affine_levels: Some(2),
             pair_group: group,
             ..MsmConfig::default()
         };
@@ -429,7 +429,7 @@ fn gpu_radix_sort_matches_cpu_g1_and_g2() {
     for levels in [0, 2] {
         let cfg = MsmConfig {
             radix_sort: true,
-            affine_levels: levels,
+            affine_levels: Some(levels),
             ..MsmConfig::default()
         };
         edge_cases_with::<G1>(4096 + 7, 180 + levels as u64, &cfg);
@@ -476,7 +476,7 @@ fn gpu_radix_sort_matches_cpu_g1_and_g2() {
 
 fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
     let cfg = MsmConfig {
-        affine_levels: levels,
+        affine_levels: Some(levels),
         ..MsmConfig::default()
     };
     msm_at_size::<C>(n, &cfg, 170 + levels as u64);
@@ -562,7 +562,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
         sm_count: g.device.info().sm_count,
         allowance: 0,
-        affine_levels: 0,
+        affine_levels: Some(0),
         pair_group: 0,
         radix_sort: false,
     };
@@ -655,6 +655,56 @@ fn spot<C: MsmCurve>(n: usize, seed: u64) {
 fn gpu_spot_checks_at_2_24() {
     spot::<G1>((1 << 24) + 5, 90);
     spot::<G2>(1 << 24, 91);
+}
+
+/// The default configuration runs pair levels on dense G2 MSMs from 2^21 points and none on
+/// G1 or on split G2 calls; results equal the generated check either way.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_default_pair_levels_on_dense_g2_only() {
+    let g = gpu();
+    let n = (1 << 21) + 3;
+    let seed = 96;
+    let bases = g.engine.generate_bases::<G2>(&g.stream, n, seed).unwrap();
+    for (what, scalars, levels) in [
+        ("random", random_scalars(n, seed + 1), 4),
+        ("sparse", sparse_scalars(n, 0.45, 0.45, seed + 2), 0),
+    ] {
+        let reprs = to_reprs(&scalars);
+        let (got, info) = g
+            .engine
+            .msm_with(
+                &g.stream,
+                &bases,
+                Scalars::Host(&reprs),
+                &MsmConfig::default(),
+            )
+            .unwrap();
+        assert_eq!(
+            info.plan.affine_levels, levels,
+            "G2 {what}: {:?}",
+            info.plan
+        );
+        assert_eq!(info.split, levels == 0, "G2 {what}");
+        let want = generated_msm::<G2>(&scalars, seed, GEN_POINTS_PER_THREAD);
+        assert_eq!(got, want, "G2 {what}, default config, n = {n}");
+    }
+    let g1 = g.engine.generate_bases::<G1>(&g.stream, n, seed).unwrap();
+    let scalars = random_scalars(n, seed + 3);
+    let (got, info) = g
+        .engine
+        .msm_with(
+            &g.stream,
+            &g1,
+            Scalars::Host(&to_reprs(&scalars)),
+            &MsmConfig::default(),
+        )
+        .unwrap();
+    assert_eq!(info.plan.affine_levels, 0, "G1: {:?}", info.plan);
+    assert_eq!(
+        got,
+        generated_msm::<G1>(&scalars, seed, GEN_POINTS_PER_THREAD)
+    );
 }
 
 /// What the scalars of one test set are.
@@ -853,7 +903,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         xyzz_bytes: std::mem::size_of::<C::XyzzRepr>(),
         sm_count: g.device.info().sm_count,
         allowance: 0,
-        affine_levels: 0,
+        affine_levels: Some(0),
         pair_group: 0,
         radix_sort: false,
     };

@@ -89,7 +89,11 @@ pub struct GpuProverConfig {
     /// per direction as large as one of a, b, c; the working set of each proof counts it.
     pub ntt_direct_factor_log: Option<u32>,
     /// Batch-affine pair levels of every MSM ([`MsmConfig::affine_levels`]; 0, the default,
-    /// runs none). Each MSM's plan keeps them only where they fit its allowance.
+    /// runs none, where the MSM engine alone would choose them for dense G2 MSMs from 2^21
+    /// points). Each MSM's plan keeps them only where they fit its allowance. Off in the
+    /// prover: a proof's one G2 MSM (B) takes a few ms when its scalars split into 0/1 and a
+    /// tail (Filecoin's circuits), and reserving its workspace for the dense alternative would
+    /// hold level buffers of up to a quarter of the allowance for the whole run.
     pub msm_affine_levels: u32,
     /// Sort every MSM's pairs by radix passes ([`MsmConfig::radix_sort`]; off by default).
     pub msm_radix_sort: bool,
@@ -251,7 +255,7 @@ impl GpuProver {
             msm: MsmEngine::with_config(
                 device,
                 MsmConfig {
-                    affine_levels: config.msm_affine_levels,
+                    affine_levels: Some(config.msm_affine_levels),
                     radix_sort: config.msm_radix_sort,
                     ..MsmConfig::default()
                 },

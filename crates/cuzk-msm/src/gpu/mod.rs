@@ -100,18 +100,19 @@ pub struct MsmConfig {
     pub split: Split,
     /// Time the phases of each call with events ([`CallInfo::phases`]); costs a little.
     pub profile: bool,
-    /// Batch-affine pair levels before the XYZZ accumulation (0, the default, runs none): each
-    /// level sums every bucket's entries two by two in affine coordinates with one
-    /// inversion per thread, about 6 multiplications a pair instead of an XYZZ addition's 10,
-    /// at the price of a window group's worth of affine points in VRAM (the plan drops the
-    /// levels where they do not fit). Not the default: on an H100, with whole-pass window
-    /// groups, they cut dense G2 MSMs of 2^22–2^24 points by 14–20% and leave G1 level, and
-    /// the prover does not yet use them well (docs/perf.md, seventeenth session).
-    pub affine_levels: u32,
+    /// Batch-affine pair levels before the XYZZ accumulation: each level sums every bucket's
+    /// entries two by two in affine coordinates with one inversion per work item, about 6
+    /// multiplications a pair instead of an XYZZ addition's 10, at the price of a window
+    /// group's worth of affine points in VRAM (the plan drops the levels where they do not
+    /// fit). `None`, the default, leaves the count to the plan
+    /// ([`crate::plan::auto_affine_levels`]: dense G2 MSMs from 2^21 points, where they cut
+    /// 14–20% on an H100, and none for G1, where they measured level); `Some(0)` runs none.
+    pub affine_levels: Option<u32>,
     /// Most windows whose pair levels share one launch per level (0, the default: a pass).
     /// Either way the plan takes no more than fit with their level buffers in a quarter of
-    /// the allowance ([`crate::plan::PAIR_LEVEL_SHARE`]), and at least one. More windows share each work item's one inversion
-    /// among more pairs and cut the launches, at the price of level buffers for all of them.
+    /// the allowance ([`crate::plan::PAIR_LEVEL_SHARE`]), and at least one. More windows share
+    /// each work item's one inversion among more pairs and cut the launches, at the price of
+    /// level buffers for all of them.
     pub pair_group: u32,
     /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
     /// tile's pairs of a digit written together) instead of the counting sort's scatter
