@@ -320,7 +320,8 @@ fn h_step(device: &Device, engine: &NttEngine, stream: &Stream, args: &Args) -> 
             what: format!("H step 2^{log_n} (device-resident)"),
             ours: resident,
             sppark: None,
-            floor: Some(7.0 * floor_ms(log_n)),
+            // Six transforms: A and B there and back, C back, A·B back.
+            floor: Some(6.0 * floor_ms(log_n)),
         },
         Row {
             what: format!("H step 2^{log_n} (+ pinned up/download)"),

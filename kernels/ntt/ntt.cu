@@ -1,5 +1,6 @@
 //! NTT over Fr: the pass kernels of `crates/cuzk-ntt/src/plan.rs` (DIF and DIT), bit reversal,
-//! the tiny-size transform, the Groth16 H step's pointwise kernel, and arithmetic checks.
+//! the tiny-size transform, the Groth16 H step's product and its subtraction fused into the
+//! final bit reversal, and arithmetic checks.
 //!
 //! The plan module documents the decomposition and holds a CPU model of these kernels, line for
 //! line; keep the two in step. Exported names: cuzk_ntt_*.
@@ -342,6 +343,69 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
     }
 }
 
+// In-place bit reversal, element by element, grid-stride (small sizes). With SUB, sub[i] is
+// subtracted from every element as it is read (the H step's end): data[i] ends as
+// data[rev i] - sub[rev i]. Without it, elements at i = rev(i) are not touched.
+template <bool SUB>
+__device__ __forceinline__ void bitrev_small(fr_t* data, const fr_t* sub, uint32_t log_n) {
+    const uint32_t n = 1u << log_n;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const uint32_t j = rev_bits(i, log_n);
+        if (SUB ? i <= j : i < j) {
+            fr_t a = load_global(data + i), b = load_global(data + j);
+            if (SUB) {
+                a = sub_mod(a, load_global(sub + i));
+                b = sub_mod(b, load_global(sub + j));
+            }
+            store_global(data + i, b);
+            store_global(data + j, a);
+        }
+    }
+}
+
+// In-place bit reversal for log_n >= 8 in 16x16 tiles: index (a, m, c) with 4-bit a and c
+// maps to (rev c, rev m, rev a), so tile m and tile rev(m) swap with a transpose, and both are
+// read and written in runs of 16 consecutive elements. 256 threads, one element per thread per
+// tile. Every element is read once (a tile with m = rev(m) twice, by the same thread) and
+// written once; with SUB, sub at the same index is subtracted as it is read.
+template <bool SUB>
+__device__ __forceinline__ void bitrev_tiled(fr_t* data, const fr_t* sub, uint32_t log_n) {
+    // [limb][row][column], rows padded to 17 words so transposed reads spread over the banks.
+    __shared__ uint32_t ta[8][16][17];
+    __shared__ uint32_t tb[8][16][17];
+    const uint32_t mid = log_n - 8;
+    const uint32_t a = threadIdx.x >> 4, c = threadIdx.x & 15;
+    const uint32_t ra = rev_bits(a, 4), rc = rev_bits(c, 4);
+#pragma unroll 1
+    for (uint32_t m = blockIdx.x; m < (1u << mid); m += gridDim.x) {
+        const uint32_t m2 = rev_bits(m, mid);
+        if (m2 < m) continue;  // the pair is handled from its smaller tile
+        const size_t row = (size_t)a << (log_n - 4);
+        const size_t ia = row | (m << 4) | c, ib = row | (m2 << 4) | c;
+        fr_t xa = load_global(data + ia);
+        fr_t xb = load_global(data + ib);
+        if (SUB) {
+            xa = sub_mod(xa, load_global(sub + ia));
+            xb = sub_mod(xb, load_global(sub + ib));
+        }
+#pragma unroll
+        for (int l = 0; l < 8; ++l) {
+            ta[l][a][c] = xa.val[l];
+            tb[l][a][c] = xb.val[l];
+        }
+        __syncthreads();
+        fr_t ya, yb;
+#pragma unroll
+        for (int l = 0; l < 8; ++l) {
+            ya.val[l] = tb[l][rc][ra];  // position (a, m, c) takes old (rev c, rev m, rev a)
+            yb.val[l] = ta[l][rc][ra];
+        }
+        store_global(data + ia, ya);
+        if (m2 != m) store_global(data + ib, yb);
+        __syncthreads();  // before the next tile overwrites ta and tb
+    }
+}
+
 }  // namespace ntt
 }  // namespace cuzk
 
@@ -398,65 +462,37 @@ extern "C" __global__ void cuzk_ntt_tiny(fr_t* v0, fr_t* v1, fr_t* v2, const fr_
 // In-place bit-reversal permutation of 2^log_n elements, element by element (small sizes).
 extern "C" __global__ void cuzk_ntt_bitrev(fr_t* v0, fr_t* v1, fr_t* v2, uint32_t log_n) {
     using namespace cuzk::ntt;
-    fr_t* data = pick(v0, v1, v2);
-    const uint32_t n = 1u << log_n;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const uint32_t j = rev_bits(i, log_n);
-        if (i < j) {
-            const fr_t a = load_global(data + i), b = load_global(data + j);
-            store_global(data + i, b);
-            store_global(data + j, a);
-        }
-    }
+    bitrev_small<false>(pick(v0, v1, v2), nullptr, log_n);
 }
 
-// In-place bit reversal for log_n >= 8 in 16x16 tiles: index (a, m, c) with 4-bit a and c
-// maps to (rev c, rev m, rev a), so tile m and tile rev(m) swap with a transpose, and both are
-// read and written in runs of 16 consecutive elements. 256 threads, one element per thread per
-// tile.
+// In-place bit reversal for log_n >= 8 in 16x16 tiles (bitrev_tiled above). 256 threads.
 extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_bitrev_tiled(fr_t* v0, fr_t* v1, fr_t* v2,
                                                                          uint32_t log_n) {
     using namespace cuzk::ntt;
-    // [limb][row][column], rows padded to 17 words so transposed reads spread over the banks.
-    __shared__ uint32_t ta[8][16][17];
-    __shared__ uint32_t tb[8][16][17];
-    fr_t* data = pick(v0, v1, v2);
-    const uint32_t mid = log_n - 8;
-    const uint32_t a = threadIdx.x >> 4, c = threadIdx.x & 15;
-    const uint32_t ra = rev_bits(a, 4), rc = rev_bits(c, 4);
-#pragma unroll 1
-    for (uint32_t m = blockIdx.x; m < (1u << mid); m += gridDim.x) {
-        const uint32_t m2 = rev_bits(m, mid);
-        if (m2 < m) continue;  // the pair is handled from its smaller tile
-        const size_t row = (size_t)a << (log_n - 4);
-        const fr_t xa = load_global(data + (row | (m << 4) | c));
-        const fr_t xb = load_global(data + (row | (m2 << 4) | c));
-#pragma unroll
-        for (int l = 0; l < 8; ++l) {
-            ta[l][a][c] = xa.val[l];
-            tb[l][a][c] = xb.val[l];
-        }
-        __syncthreads();
-        fr_t ya, yb;
-#pragma unroll
-        for (int l = 0; l < 8; ++l) {
-            ya.val[l] = tb[l][rc][ra];  // position (a, m, c) takes old (rev c, rev m, rev a)
-            yb.val[l] = ta[l][rc][ra];
-        }
-        store_global(data + (row | (m << 4) | c), ya);
-        if (m2 != m) store_global(data + (row | (m2 << 4) | c), yb);
-        __syncthreads();  // before the next tile overwrites ta and tb
-    }
+    bitrev_tiled<false>(pick(v0, v1, v2), nullptr, log_n);
 }
 
-// The H step's pointwise part on coset evaluations: a[i] = a[i]·b[i] - c[i] (the division by
-// Z(g·ω^i) = g^n - 1, a constant, is folded into the inverse transform that follows).
-extern "C" __global__ void cuzk_ntt_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n) {
+// The H step's product on coset evaluations: a[i] = a[i]·b[i]. C never reaches the coset: by
+// linearity the inverse transform that follows gives coset_iNTT(A·B)/Z, and
+// coset_iNTT(coset_NTT(c))/Z = c/Z is subtracted after it (cuzk_ntt_h_finish). The division by
+// Z(g·ω^i) = g^n - 1, a constant, is folded into that inverse transform.
+extern "C" __global__ void cuzk_ntt_h_product(fr_t* a, const fr_t* b, uint64_t n) {
     using namespace cuzk::ntt;
-    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count()) {
-        const fr_t x = mont_mul(load_global(a + i), load_global(b + i));
-        store_global(a + i, sub_mod(x, load_global(c + i)));
-    }
+    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count())
+        store_global(a + i, mont_mul(load_global(a + i), load_global(b + i)));
+}
+
+// The H step's end, for log_n < 8: a[i] = a[i] - c[i], then a permuted to natural order, in one
+// trip through memory. a holds coset_iNTT(A·B)/Z and c holds C's coefficients divided by Z, both
+// in bit-reversed order, so the difference is H's coefficients in that order. One block.
+extern "C" __global__ void cuzk_ntt_h_finish(fr_t* a, const fr_t* c, uint32_t log_n) {
+    cuzk::ntt::bitrev_small<true>(a, c, log_n);
+}
+
+// cuzk_ntt_h_finish for log_n >= 8, in the tiles of cuzk_ntt_bitrev_tiled. 256 threads.
+extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_h_finish_tiled(fr_t* a, const fr_t* c,
+                                                                           uint32_t log_n) {
+    cuzk::ntt::bitrev_tiled<true>(a, c, log_n);
 }
 
 // Checks and measures the NTT's arithmetic: out[i] = a[i]·b[i] (or a[i]+b[i], a[i]-b[i]) by the

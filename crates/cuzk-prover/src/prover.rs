@@ -4,7 +4,7 @@
 //! One proof, parameters resident:
 //! ```text
 //! copy stream:    upload a, b, c ─────────────┐ (event)
-//! compute stream: MSM L, MSM A, MSM B₁, MSM B₂ ┴─ H step (iNTT, coset NTT, (a·b−c)/Z, coset iNTT) ─ MSM H (h stays on the device)
+//! compute stream: MSM L, MSM A, MSM B₁, MSM B₂ ┴─ H step (iNTT ×3, coset NTT ×2, a·b, coset iNTT, − c) ─ MSM H (h stays on the device)
 //! host:           assemble with r, s
 //! ```
 //! With the circuit's PCE on the device ([`DevicePce`], parameters resident), the witness
@@ -130,7 +130,8 @@ pub struct ProofTimings {
     /// Copying a, b, c to the device, or the witness when the device evaluates (copy
     /// stream; overlaps the first MSMs when resident).
     pub upload_ms: f64,
-    /// The H step: iNTT, coset NTT, (a·b − c)/Z, coset iNTT.
+    /// The H step: iNTT of a, b, c, coset NTT of a and b, a·b, coset iNTT, minus c's
+    /// coefficients (all over Z).
     pub ntt_ms: f64,
     /// MSM of the H query.
     pub msm_h_ms: f64,

@@ -48,7 +48,9 @@ pub(super) struct Kernels {
     pub tiny: Kernel,
     pub bitrev: Kernel,
     pub bitrev_tiled: Kernel,
-    pub pointwise: Kernel,
+    pub h_product: Kernel,
+    pub h_finish: Kernel,
+    pub h_finish_tiled: Kernel,
     pub arith: Kernel,
 }
 
@@ -61,7 +63,9 @@ impl Kernels {
             tiny: k("cuzk_ntt_tiny")?,
             bitrev: k("cuzk_ntt_bitrev")?,
             bitrev_tiled: k("cuzk_ntt_bitrev_tiled")?,
-            pointwise: k("cuzk_ntt_h_pointwise")?,
+            h_product: k("cuzk_ntt_h_product")?,
+            h_finish: k("cuzk_ntt_h_finish")?,
+            h_finish_tiled: k("cuzk_ntt_h_finish_tiled")?,
             arith: k("cuzk_ntt_arith")?,
         };
         // Blocks hold up to 2^BLOCK_ELEMS_LOG elements of 32 bytes: above the default 48 KiB.
@@ -201,15 +205,11 @@ pub(super) fn bit_reverse(
     sm_count: u32,
 ) -> Result<(), NttError> {
     check_vectors(vectors, log_n);
-    let tiled = log_n >= 8;
-    let (kernel, cfg) = if tiled {
-        let tiles = 1u32 << (log_n - 8);
-        (
-            &kernels.bitrev_tiled,
-            LaunchConfig::linear(tiles.min(sm_count * 8), 256),
-        )
+    let (tiled, cfg) = bit_reverse_config(log_n, sm_count);
+    let kernel = if tiled {
+        &kernels.bitrev_tiled
     } else {
-        (&kernels.bitrev, LaunchConfig::linear(1, 256))
+        &kernels.bitrev
     };
     let cfg = LaunchConfig {
         grid: (cfg.grid.0, vectors.len() as u32, 1),
@@ -229,31 +229,75 @@ pub(super) fn bit_reverse(
     Ok(())
 }
 
-/// Launches `a[i] = a[i]·b[i] − c[i]` over equal-length vectors.
-pub(super) fn h_pointwise(
+/// The grid of a bit reversal of `2^log_n` elements: 16×16 tiles from 2^8 up (one block of
+/// 256 threads per tile, at most eight per SM, looping), one block of 256 below. Whether the
+/// tiled kernel applies is the first value.
+fn bit_reverse_config(log_n: u32, sm_count: u32) -> (bool, LaunchConfig) {
+    if log_n >= 8 {
+        let tiles = 1u32 << (log_n - 8);
+        (true, LaunchConfig::linear(tiles.min(sm_count * 8), 256))
+    } else {
+        (false, LaunchConfig::linear(1, 256))
+    }
+}
+
+/// Launches `a[i] = a[i]·b[i]` over equal-length vectors: the H step's product of the coset
+/// evaluations of A and B.
+pub(super) fn h_product(
     stream: &Stream,
     kernel: &Kernel,
     a: &mut DeviceViewMut<'_, FrRepr>,
     b: &mut DeviceViewMut<'_, FrRepr>,
-    c: &mut DeviceViewMut<'_, FrRepr>,
     sm_count: u32,
 ) -> Result<(), NttError> {
-    assert!(
-        a.len() == b.len() && a.len() == c.len(),
-        "callers check lengths"
-    );
+    assert!(a.len() == b.len(), "callers check lengths");
     let n = a.len() as u64;
     let cfg = LaunchConfig::for_items(a.len(), 256, sm_count * 8);
-    // SAFETY: `cuzk_ntt_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, uint64_t n)` gets
-    // exactly these arguments; all three views hold n elements (asserted above) and the
-    // grid-stride loop stays below n; b and c are only read.
+    // SAFETY: `cuzk_ntt_h_product(fr_t* a, const fr_t* b, uint64_t n)` gets exactly these
+    // arguments; both views hold n elements (asserted above) and the grid-stride loop stays
+    // below n; b is only read.
     unsafe {
         stream
             .launch(kernel)
             .view_mut(a)
             .view_mut(b)
-            .view_mut(c)
             .arg(&n)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
+/// Launches the H step's end: `a[i] = a[i] − c[i]` and the bit reversal of `a`, in one kernel
+/// (`a` and `c` of `2^log_n` elements, both in bit-reversed order).
+pub(super) fn h_finish(
+    stream: &Stream,
+    kernels: &Kernels,
+    a: &mut DeviceViewMut<'_, FrRepr>,
+    c: &mut DeviceViewMut<'_, FrRepr>,
+    log_n: u32,
+    sm_count: u32,
+) -> Result<(), NttError> {
+    assert!(
+        a.len() == 1 << log_n && c.len() == 1 << log_n,
+        "callers check lengths"
+    );
+    let (tiled, cfg) = bit_reverse_config(log_n, sm_count);
+    let kernel = if tiled {
+        &kernels.h_finish_tiled
+    } else {
+        &kernels.h_finish
+    };
+    // SAFETY: `cuzk_ntt_h_finish{,_tiled}(fr_t* a, const fr_t* c, uint32_t log_n)` gets exactly
+    // these arguments; both views hold 2^log_n elements (asserted above) and the kernels index
+    // below 2^log_n, reading c and a at the same index and writing only a (the two are distinct
+    // buffers: both are borrowed mutably here). The tiled kernel needs log_n ≥ 8 (chosen
+    // here), 256 threads and its 17 KiB of static shared memory; the other one block.
+    unsafe {
+        stream
+            .launch(kernel)
+            .view_mut(a)
+            .view_mut(c)
+            .arg(&log_n)
             .launch(cfg)
     }?;
     Ok(())

@@ -5,7 +5,8 @@
 //! bit reversal followed by the DIT passes and an inverse one the DIF passes followed by a bit
 //! reversal (see [`crate::plan`]); scalings by `1/n` and by powers of the coset generator ride
 //! on the first or last pass, so they cost no extra trip through memory. The Groth16 H step
-//! chains DIF into DIT with no reordering between them and reverses bits once, at the end.
+//! chains DIF into DIT with no reordering between them and reverses bits once, at the end,
+//! where it also subtracts C's part (which never goes to the coset).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,6 +53,8 @@ enum ScaleKind {
     HToCoset,
     /// `g^-i / (n · Z)`: the H step's way back, with the division by `Z = g^n − 1`.
     HFromCoset,
+    /// `1 / (n · Z)`: the H step's inverse transform of C, to its coefficients over Z.
+    InvNZ,
 }
 
 /// A pass factor or scale table on the device.
@@ -303,9 +306,12 @@ impl NttEngine {
 
     /// The Groth16 quotient step. `abc` holds the evaluations of A, B and C on `⟨ω⟩`; on return
     /// `abc[0]` holds the coefficients of `H = (A·B − C)/Z`, evaluated on the coset where Z is
-    /// the constant `g^n − 1` (`abc[1]` and `abc[2]` hold scratch). The same as iNTT ×3,
-    /// coset NTT ×3, `(a·b − c)/Z` and a coset iNTT, with the bit reversals and scalings folded
-    /// away.
+    /// the constant `g^n − 1`; `abc[1]` holds scratch (B's evaluations on the coset) and
+    /// `abc[2]` C's coefficients divided by Z, in bit-reversed order. The same as iNTT ×3,
+    /// coset NTT ×3, `(a·b − c)/Z` and a coset iNTT, in six transforms instead of seven: the
+    /// coset iNTT is linear and undoes the coset NTT, so C's part of the result is its own
+    /// coefficients over Z, subtracted after the last transform instead of on the coset. The
+    /// bit reversals and scalings are folded away, the subtraction into the final bit reversal.
     pub fn groth16_h(
         &self,
         stream: &Stream,
@@ -313,13 +319,7 @@ impl NttEngine {
     ) -> Result<(), NttError> {
         let log_n = check_lengths(abc)?;
         let _span = tracing::debug_span!("groth16_h", log_n).entered();
-        self.dif(stream, abc, log_n, Direction::Inverse, ScaleKind::HToCoset)?;
-        self.dit(stream, abc, log_n, Direction::Forward, ScaleKind::None)?;
-        let [a, b, c] = abc.each_mut();
-        launch::h_pointwise(stream, &self.kernels.pointwise, a, b, c, self.sm_count)?;
-        let h = std::slice::from_mut(&mut abc[0]);
-        self.dif(stream, h, log_n, Direction::Inverse, ScaleKind::HFromCoset)?;
-        self.bit_reverse(stream, h, log_n)
+        self.groth16_h_marked(stream, abc, log_n, &mut None)
     }
 
     /// Runs [`NttEngine::ntt`] (or [`NttEngine::groth16_h`] when `abc` has three vectors) with
@@ -337,36 +337,7 @@ impl NttEngine {
         let mut marks = Some(timeline);
         if abc.len() == 3 {
             let abc: &mut [DeviceViewMut<'_, FrRepr>; 3] = abc.try_into().expect("three vectors");
-            self.dif_marked(
-                stream,
-                abc,
-                log_n,
-                Direction::Inverse,
-                ScaleKind::HToCoset,
-                &mut marks,
-            )?;
-            self.dit_marked(
-                stream,
-                abc,
-                log_n,
-                Direction::Forward,
-                ScaleKind::None,
-                &mut marks,
-            )?;
-            let [a, b, c] = abc.each_mut();
-            launch::h_pointwise(stream, &self.kernels.pointwise, a, b, c, self.sm_count)?;
-            mark(&mut marks, stream, || "h pointwise".into())?;
-            let h = std::slice::from_mut(&mut abc[0]);
-            self.dif_marked(
-                stream,
-                h,
-                log_n,
-                Direction::Inverse,
-                ScaleKind::HFromCoset,
-                &mut marks,
-            )?;
-            self.bit_reverse(stream, h, log_n)?;
-            mark(&mut marks, stream, || "bit reversal".into())?;
+            self.groth16_h_marked(stream, abc, log_n, &mut marks)?;
         } else {
             for chunk in abc.chunks_mut(VECTORS_PER_LAUNCH) {
                 self.bit_reverse(stream, chunk, log_n)?;
@@ -397,7 +368,7 @@ impl NttEngine {
             self.tables(stream, log_n, d)?;
         }
         use ScaleKind::*;
-        for kind in [InvN, Coset, CosetInv, HToCoset, HFromCoset] {
+        for kind in [InvN, Coset, CosetInv, HToCoset, HFromCoset, InvNZ] {
             self.scale(stream, log_n, kind)?;
         }
         Ok(())
@@ -436,7 +407,8 @@ impl NttEngine {
                 (1 << p.bits) + factor
             })
             .sum();
-        let scales = 4 * elems(log_n, 0) + 1;
+        // Four tables of powers and two constants.
+        let scales = 4 * elems(log_n, 0) + 2;
         Ok((2 * per_direction + scales) * std::mem::size_of::<FrRepr>())
     }
 
@@ -482,6 +454,60 @@ impl NttEngine {
             iters,
             self.sm_count,
         )
+    }
+
+    /// [`NttEngine::groth16_h`] with a mark after every kernel when profiling.
+    fn groth16_h_marked(
+        &self,
+        stream: &Stream,
+        abc: &mut [DeviceViewMut<'_, FrRepr>; 3],
+        log_n: u32,
+        marks: &mut Option<Timeline>,
+    ) -> Result<(), NttError> {
+        let (ab, c) = abc.split_at_mut(2);
+        // a and b straight onto the coset (bit-reversed), C to its coefficients over Z.
+        self.dif_marked(
+            stream,
+            ab,
+            log_n,
+            Direction::Inverse,
+            ScaleKind::HToCoset,
+            marks,
+        )?;
+        self.dif_marked(
+            stream,
+            c,
+            log_n,
+            Direction::Inverse,
+            ScaleKind::InvNZ,
+            marks,
+        )?;
+        // The coset evaluations of A and B, natural order.
+        self.dit_marked(
+            stream,
+            ab,
+            log_n,
+            Direction::Forward,
+            ScaleKind::None,
+            marks,
+        )?;
+        let [a, b] = ab else {
+            unreachable!("split at 2 of 3")
+        };
+        launch::h_product(stream, &self.kernels.h_product, a, b, self.sm_count)?;
+        mark(marks, stream, || "h product".into())?;
+        // coset_iNTT(A·B)/Z, bit-reversed; minus C/Z, into natural order.
+        let h = std::slice::from_mut(a);
+        self.dif_marked(
+            stream,
+            h,
+            log_n,
+            Direction::Inverse,
+            ScaleKind::HFromCoset,
+            marks,
+        )?;
+        launch::h_finish(stream, &self.kernels, a, &mut c[0], log_n, self.sm_count)?;
+        mark(marks, stream, || "h finish (a - c, bit reversal)".into())
     }
 
     fn dif(
@@ -725,6 +751,7 @@ impl NttEngine {
             ScaleKind::CosetInv => Scale::powers(g_inv, n_inv, log_n),
             ScaleKind::HToCoset => Scale::powers(g, n_inv, log_n),
             ScaleKind::HFromCoset => Scale::powers(g_inv, n_inv * z_inv, log_n),
+            ScaleKind::InvNZ => Scale::Constant((n_inv * z_inv).into()),
         };
         let scale = match host {
             Scale::None => DeviceScale {

@@ -367,32 +367,67 @@ fn model_matches_reference_for_a_three_pass_size() {
     assert!(got == want, "forward, log_n {log_n}, seed 99");
 }
 
+/// The engine's H step (`NttEngine::groth16_h`), transform by transform: A and B inverse DIF
+/// onto the coset and forward DIT (coset evaluations), C inverse DIF scaled by `1/(n·Z)` (its
+/// coefficients over Z, bit-reversed), the product of A and B, the inverse DIF back with the
+/// division by Z, then C's part subtracted in bit-reversed order and one bit reversal.
+fn h_step(d: &Domain, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Vec<Scalar> {
+    let log_n = d.log_n();
+    let g = d.coset_generator();
+    let z_inv = d.vanishing_on_coset().invert().unwrap();
+    let (mut a, mut b, mut c) = (a.to_vec(), b.to_vec(), c.to_vec());
+    let to_coset = Scale::powers(g, n_inv(log_n), log_n);
+    for v in [&mut a, &mut b] {
+        dif(v, log_n, Direction::Inverse, &to_coset);
+    }
+    let over_z = Scale::Constant((n_inv(log_n) * z_inv).into());
+    dif(&mut c, log_n, Direction::Inverse, &over_z);
+    for v in [&mut a, &mut b] {
+        dit(v, log_n, Direction::Forward, &Scale::None);
+    }
+    for (x, y) in a.iter_mut().zip(&b) {
+        *x *= y;
+    }
+    let back = Scale::powers(g.invert().unwrap(), n_inv(log_n) * z_inv, log_n);
+    dif(&mut a, log_n, Direction::Inverse, &back);
+    for (x, y) in a.iter_mut().zip(&c) {
+        *x -= y;
+    }
+    bit_reverse_permute(&mut a);
+    a
+}
+
 #[test]
 fn model_h_step_matches_reference() {
-    for log_n in [1, 4, 11] {
+    for log_n in [1, 2, 4, 7, 11] {
         let d = Domain::new(log_n).unwrap();
-        let g = d.coset_generator();
         let (mut a, mut b, mut c) = (
             random_vec(1, d.size()),
             random_vec(2, d.size()),
             random_vec(3, d.size()),
         );
-        let (mut ga, mut gb, mut gc) = (a.clone(), b.clone(), c.clone());
+        let got = h_step(&d, &a, &b, &c);
         d.h_quotient(&mut a, &mut b, &mut c).unwrap();
+        assert_eq!(got, a, "log_n {log_n}");
+    }
+}
 
-        let to_coset = Scale::powers(g, n_inv(log_n), log_n);
-        for v in [&mut ga, &mut gb, &mut gc] {
-            dif(v, log_n, Direction::Inverse, &to_coset);
-            dit(v, log_n, Direction::Forward, &Scale::None);
-        }
-        for i in 0..d.size() {
-            ga[i] = ga[i] * gb[i] - gc[i];
-        }
-        let z_inv = d.vanishing_on_coset().invert().unwrap();
-        let back = Scale::powers(g.invert().unwrap(), n_inv(log_n) * z_inv, log_n);
-        dif(&mut ga, log_n, Direction::Inverse, &back);
-        bit_reverse_permute(&mut ga);
-        assert_eq!(ga, a, "log_n {log_n}");
+#[test]
+fn model_h_step_divides_exactly_when_c_is_a_times_b() {
+    // C = A∘B on the domain: A·B − C vanishes there, H is the exact quotient, of degree
+    // below n − 1.
+    for log_n in [1, 2, 4, 7, 11] {
+        let d = Domain::new(log_n).unwrap();
+        let (mut a, mut b) = (random_vec(11, d.size()), random_vec(12, d.size()));
+        let mut c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
+        let got = h_step(&d, &a, &b, &c);
+        assert_eq!(
+            got[d.size() - 1],
+            Scalar::ZERO,
+            "deg H < n − 1, log_n {log_n}"
+        );
+        d.h_quotient(&mut a, &mut b, &mut c).unwrap();
+        assert_eq!(got, a, "log_n {log_n}");
     }
 }
 
