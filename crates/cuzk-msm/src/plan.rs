@@ -52,10 +52,13 @@ pub const RADIX_DIGITS: usize = 256;
 pub const PAIR_SLOTS: usize = 128;
 
 /// The pair levels' buffers of a plan that groups windows take at most 1 / this of its
-/// allowance: with none, each call's plan would claim nearly all free VRAM for them (a group
-/// of 12 G1 windows of 2^26 points holds about 60 GB), and other work on the device (a
-/// proof's next MSM of another shape, the pipeline's next witness) would find none left.
-pub const PAIR_LEVEL_SHARE: usize = 4;
+/// allowance: with no cap, each call's plan would claim nearly all free VRAM for them (a group
+/// of 12 G1 windows of 2^26 points holds about 60 GB) and the engine's cached workspace would
+/// keep it, so other work on the device (the pipeline's next witness) found none left. Half,
+/// not less: every extra group costs about 7–10 ms of G2 2^24 accumulation (an H100: 255 ms
+/// in one group, 270 in two or three, 283 in four), and a quarter of an 80 GB card holds 7 of
+/// its 15 windows (docs/perf.md, eighteenth session). The prover runs no pair levels.
+pub const PAIR_LEVEL_SHARE: usize = 2;
 
 /// The window width for an MSM of `n` points with XYZZ points of `xyzz_bytes` (192 for G1,
 /// 384 for G2), from sweeps on the H200 (docs/perf.md).
@@ -122,7 +125,8 @@ pub struct PlanInput {
     /// `None` leaves the count to [`auto_affine_levels`]. A plan that cannot fit them runs none.
     pub affine_levels: Option<u32>,
     /// Most windows whose pair levels run in one launch (0: a pass). The plan takes at most as
-    /// many as fit with their buffers in [`PAIR_LEVEL_SHARE`] of the allowance, at least one.
+    /// many as fit with their buffers in [`PAIR_LEVEL_SHARE`] of the allowance, at least one,
+    /// spread evenly over the groups that takes.
     pub pair_group: u32,
     /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
     /// that cannot fit the radix buffers scatters.
@@ -369,10 +373,12 @@ impl Plan {
         Ok(levels)
     }
 
-    /// `self` (planned with one window per pair-level launch) with the most windows per
-    /// launch, at most `input.pair_group` (0: a pass), whose plan fits `input.allowance` and
-    /// whose level buffers take at most [`PAIR_LEVEL_SHARE`] of it; one window when no wider
-    /// group does.
+    /// `self` (planned with one window per pair-level launch) with as few groups of windows
+    /// per pass as fit: the widest group, at most `input.pair_group` (0: a pass), whose plan
+    /// fits `input.allowance` and whose level buffers take at most [`PAIR_LEVEL_SHARE`] of
+    /// it (one window when no wider group does), then narrowed to the pass's windows spread
+    /// evenly over that many groups, which costs no time (the group count is what does) and
+    /// holds less memory.
     fn widest_group(self, input: &PlanInput) -> Plan {
         if self.affine_levels == 0 {
             return self;
@@ -383,11 +389,14 @@ impl Plan {
         };
         let xyzz = input.xyzz_bytes;
         let share = input.allowance / PAIR_LEVEL_SHARE;
-        (1..=most)
+        let widest = (1..=most)
             .rev()
             .map(|g| self.with_pair_group(g))
             .find(|p| p.bytes(xyzz) <= input.allowance && p.level_bytes(xyzz) <= share)
-            .unwrap_or(self)
+            .unwrap_or(self);
+        let windows = self.pass_windows.max(1);
+        let groups = windows.div_ceil(widest.pair_group.max(1));
+        self.with_pair_group(windows.div_ceil(groups))
     }
 
     /// Device bytes of the pair levels' buffers (points, keys, counts and starts).
@@ -842,9 +851,15 @@ mod tests {
             assert_eq!((mid.bits, mid.chunk), (plain.bits, plain.chunk));
             let fits =
                 |p: &Plan| p.bytes(192) <= room && p.level_bytes(192) <= room / PAIR_LEVEL_SHARE;
-            // The widest that fits both bounds; one window when none wider does.
+            // The fewest groups whose widest fits both bounds, the windows spread evenly
+            // over them; one window when none wider fits.
             assert!(g == 1 || fits(&mid), "{room}: {mid:?}");
-            assert!(!fits(&mid.with_pair_group(g + 1)), "{room}: {mid:?}");
+            let groups = mid.pass_windows.div_ceil(g);
+            assert_eq!(g, mid.pass_windows.div_ceil(groups), "{room}: {mid:?}");
+            if groups > 1 {
+                let fewer = mid.pass_windows.div_ceil(groups - 1);
+                assert!(!fits(&mid.with_pair_group(fewer)), "{room}: {mid:?}");
+            }
         }
         assert!(grouped(1 << 26, 100 << 30, 3, 0).unwrap().pair_group >= 2);
         assert_eq!(plain.sizes.affine_a + plain.sizes.window_buckets, 0);

@@ -93,7 +93,7 @@ pub struct GpuProverConfig {
     /// points). Each MSM's plan keeps them only where they fit its allowance. Off in the
     /// prover: a proof's one G2 MSM (B) takes a few ms when its scalars split into 0/1 and a
     /// tail (Filecoin's circuits), and reserving its workspace for the dense alternative would
-    /// hold level buffers of up to a quarter of the allowance for the whole run.
+    /// hold level buffers of up to half of the allowance for the whole run.
     pub msm_affine_levels: u32,
     /// Sort every MSM's pairs by radix passes ([`MsmConfig::radix_sort`]; off by default).
     pub msm_radix_sort: bool,

@@ -109,8 +109,9 @@ pub struct MsmConfig {
     /// 14–20% on an H100, and none for G1, where they measured level); `Some(0)` runs none.
     pub affine_levels: Option<u32>,
     /// Most windows whose pair levels share one launch per level (0, the default: a pass).
-    /// Either way the plan takes no more than fit with their level buffers in a quarter of
-    /// the allowance ([`crate::plan::PAIR_LEVEL_SHARE`]), and at least one. More windows share
+    /// Either way the plan takes no more than fit with their level buffers in half of the
+    /// allowance ([`crate::plan::PAIR_LEVEL_SHARE`]), at least one, spread evenly over the
+    /// groups that takes. More windows share
     /// each work item's one inversion among more pairs and cut the launches, at the price of
     /// level buffers for all of them.
     pub pair_group: u32,
