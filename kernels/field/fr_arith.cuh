@@ -253,10 +253,26 @@ __device__ __forceinline__ fr_t sub_mod(const fr_t& a, const fr_t& b) {
 // w·v·2^-256 mod r, below 2r, for w < r (a twiddle, reduced) and v < 2r. With w the multiplicand
 // added every round, the running value stays below w + r < 2r, and the result is below
 // w·v/2^256 + r < 2r²/2^256 + r < 1.91r.
-__device__ __forceinline__ fr_t mul_lazy(const fr_t& w, const fr_t& v) {
+//
+// With CUZK_FR_MUL_NOINLINE (a variant image, not yet measured) the product is one called
+// function instead of a copy inlined at every use: the NTT pass kernels inline about forty of
+// them (some 16k instructions), far more than the instruction cache holds, and Nsight Compute
+// finds their warps stalled on instruction fetch (docs/perf.md, eighteenth session).
+#ifdef CUZK_FR_MUL_NOINLINE
+__device__ __noinline__ fr_t mul_lazy_call(const fr_t w, const fr_t v) {
     fr_t out;
     mont::mul_2r(out.val, w.val, v.val);
     return out;
+}
+#endif
+__device__ __forceinline__ fr_t mul_lazy(const fr_t& w, const fr_t& v) {
+#ifdef CUZK_FR_MUL_NOINLINE
+    return mul_lazy_call(w, v);
+#else
+    fr_t out;
+    mont::mul_2r(out.val, w.val, v.val);
+    return out;
+#endif
 }
 
 // x mod r for x < 2r.
