@@ -316,6 +316,31 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
                 store_global(base + ((size_t)pos << p.s_lo), reduce(v[j]));
             }
         } else {
+#ifdef CUZK_FR_MUL_NOINLINE
+            // With a called product no load may pass a call: load every element first, and
+            // each factor one product ahead, as the DIF branch does.
+#pragma unroll
+            for (uint32_t j = 0; j < 8; ++j)
+                v[j] = load_global(base + ((size_t)((theta << 3) | j) << p.s_lo));
+            if (scaled) {
+                fr_t next = scale_value((i_high << bits) | (theta << 3), scale_lo, scale_hi, p);
+#pragma unroll
+                for (uint32_t j = 0; j < 8; ++j) {
+                    const fr_t f = next;
+                    if (j < 7) next = scale_value((i_high << bits) | (theta << 3) | (j + 1), scale_lo, scale_hi, p);
+                    v[j] = twist(v[j], f);
+                }
+            }
+            if (p.flags & FLAG_FACTOR) {
+                fr_t next = pass_factor(i_low * rev_bits(theta << 3, bits), factor_lo, factor_hi, p);
+#pragma unroll
+                for (uint32_t j = 0; j < 8; ++j) {
+                    const fr_t f = next;
+                    if (j < 7) next = pass_factor(i_low * rev_bits((theta << 3) | (j + 1), bits), factor_lo, factor_hi, p);
+                    v[j] = twist(v[j], f);
+                }
+            }
+#else
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j) {
                 const uint32_t pos = (theta << 3) | j;
@@ -324,6 +349,7 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
                 if (p.flags & FLAG_FACTOR)
                     v[j] = twist(v[j], pass_factor(i_low * rev_bits(pos, bits), factor_lo, factor_hi, p));
             }
+#endif
             uint32_t b = 0;
 #pragma unroll 1
             for (int q = (int)rounds - 1; q >= 0; --q) {
