@@ -233,6 +233,19 @@ __device__ __forceinline__ void exchange(fr_t v[8], uint32_t* smem, const PassIn
     }
 }
 
+// v[j]·f(j) for j = 0..7, each factor fetched one product ahead so that its loads hide behind
+// the product before.
+template <class Factor>
+__device__ __forceinline__ void twist_each(fr_t v[8], Factor f) {
+    fr_t next = f(0);
+#pragma unroll
+    for (uint32_t j = 0; j < 8; ++j) {
+        const fr_t t = next;
+        if (j < 7) next = f(j + 1);
+        v[j] = twist(v[j], t);
+    }
+}
+
 // The pass factor ω_(2^s_hi)^e, from one table or the product of two.
 __device__ __forceinline__ fr_t pass_factor(uint32_t e, const fr_t* lo, const fr_t* hi, const PassInfo& p) {
     const fr_t f = load_table(lo + (e & ((1u << p.factor_lo_bits) - 1)));
@@ -299,16 +312,10 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
                 round_butterflies<false>(v, r, w);
                 if (b > 0) round_factors(v, r, b, theta, roots, bits);
             }
-            if (p.flags & FLAG_FACTOR) {
-                // Factors loaded one product ahead, as in round_factors.
-                fr_t next = pass_factor(i_low * rev_bits(theta << 3, bits), factor_lo, factor_hi, p);
-#pragma unroll
-                for (uint32_t j = 0; j < 8; ++j) {
-                    const fr_t f = next;
-                    if (j < 7) next = pass_factor(i_low * rev_bits((theta << 3) | (j + 1), bits), factor_lo, factor_hi, p);
-                    v[j] = twist(v[j], f);
-                }
-            }
+            if (p.flags & FLAG_FACTOR)
+                twist_each(v, [&](uint32_t j) {
+                    return pass_factor(i_low * rev_bits((theta << 3) | j, bits), factor_lo, factor_hi, p);
+                });
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j) {
                 const uint32_t pos = (theta << 3) | j;
@@ -322,24 +329,14 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j)
                 v[j] = load_global(base + ((size_t)((theta << 3) | j) << p.s_lo));
-            if (scaled) {
-                fr_t next = scale_value((i_high << bits) | (theta << 3), scale_lo, scale_hi, p);
-#pragma unroll
-                for (uint32_t j = 0; j < 8; ++j) {
-                    const fr_t f = next;
-                    if (j < 7) next = scale_value((i_high << bits) | (theta << 3) | (j + 1), scale_lo, scale_hi, p);
-                    v[j] = twist(v[j], f);
-                }
-            }
-            if (p.flags & FLAG_FACTOR) {
-                fr_t next = pass_factor(i_low * rev_bits(theta << 3, bits), factor_lo, factor_hi, p);
-#pragma unroll
-                for (uint32_t j = 0; j < 8; ++j) {
-                    const fr_t f = next;
-                    if (j < 7) next = pass_factor(i_low * rev_bits((theta << 3) | (j + 1), bits), factor_lo, factor_hi, p);
-                    v[j] = twist(v[j], f);
-                }
-            }
+            if (scaled)
+                twist_each(v, [&](uint32_t j) {
+                    return scale_value((i_high << bits) | (theta << 3) | j, scale_lo, scale_hi, p);
+                });
+            if (p.flags & FLAG_FACTOR)
+                twist_each(v, [&](uint32_t j) {
+                    return pass_factor(i_low * rev_bits((theta << 3) | j, bits), factor_lo, factor_hi, p);
+                });
 #else
 #pragma unroll
             for (uint32_t j = 0; j < 8; ++j) {

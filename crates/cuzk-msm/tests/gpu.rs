@@ -41,6 +41,18 @@ fn gpu() -> &'static Gpu {
     })
 }
 
+/// One MSM of host `scalars` against the first of `bases` with `cfg`, with its call's info.
+fn msm_info<C: MsmCurve>(
+    bases: &Bases<C>,
+    scalars: &[Scalar],
+    cfg: &MsmConfig,
+) -> (C::Projective, cuzk_msm::gpu::CallInfo) {
+    let g = gpu();
+    g.engine
+        .msm_with(&g.stream, bases, Scalars::Host(&to_reprs(scalars)), cfg)
+        .unwrap()
+}
+
 /// How a call receives its scalars.
 #[derive(Clone, Copy, Debug)]
 enum Via {
@@ -312,7 +324,6 @@ fn gpu_edge_cases_g1_and_g2() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
     use cuzk_msm::plan::MAX_AFFINE_LEVELS;
-    let g = gpu();
     for levels in [1, 2, 3, MAX_AFFINE_LEVELS] {
         let cfg = MsmConfig {
             affine_levels: Some(levels),
@@ -351,23 +362,11 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
         );
         // The plan runs the levels (roomy allowance), in G2 as well.
         let bases = upload::<G1>(&random_bases::<G1>(1000, 161));
-        let reprs = to_reprs(&random_scalars(1000, 162));
-        let (_, info) = g
-            .engine
-            .msm_with(&g.stream, &bases, Scalars::Host(&reprs), &cfg)
-            .unwrap();
+        let (_, info) = msm_info::<G1>(&bases, &random_scalars(1000, 162), &cfg);
         assert_eq!(info.plan.affine_levels, levels);
         let g2_host = random_bases::<G2>(700, 163);
         let g2_scalars = random_scalars(700, 164);
-        let (got, info) = g
-            .engine
-            .msm_with(
-                &g.stream,
-                &upload::<G2>(&g2_host),
-                Scalars::Host(&to_reprs(&g2_scalars)),
-                &cfg,
-            )
-            .unwrap();
+        let (got, info) = msm_info::<G2>(&upload::<G2>(&g2_host), &g2_scalars, &cfg);
         assert_eq!(info.plan.affine_levels, levels);
         assert_eq!(got, cpu::msm::<G2>(&g2_host, &g2_scalars).unwrap());
         edge_cases_with::<G2>(1500, 145 + levels as u64, &cfg);
@@ -403,15 +402,7 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
             ..cfg
         };
         let scalars = random_scalars(n, 198);
-        let (got, info) = g
-            .engine
-            .msm_with(
-                &g.stream,
-                &bases,
-                Scalars::Host(&to_reprs(&scalars)),
-                &with_bits,
-            )
-            .unwrap();
+        let (got, info) = msm_info::<G1>(&bases, &scalars, &with_bits);
         let p = info.plan;
         assert_eq!((p.pair_group, p.windows, p.pass_windows), (group, 19, 19));
         assert_eq!(got, cpu::msm::<G1>(&bases_host, &scalars).unwrap());
@@ -425,7 +416,6 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_radix_sort_matches_cpu_g1_and_g2() {
-    let g = gpu();
     for levels in [0, 2] {
         let cfg = MsmConfig {
             radix_sort: true,
@@ -457,15 +447,7 @@ fn gpu_radix_sort_matches_cpu_g1_and_g2() {
                 window_bits: Some(bits),
                 ..cfg
             };
-            let (got, info) = g
-                .engine
-                .msm_with(
-                    &g.stream,
-                    &bases,
-                    Scalars::Host(&to_reprs(&scalars)),
-                    &with_bits,
-                )
-                .unwrap();
+            let (got, info) = msm_info::<G1>(&bases, &scalars, &with_bits);
             assert!(info.plan.radix_sort, "bits {bits}: {:?}", info.plan);
             assert_eq!(got, want, "radix, levels {levels}, window bits {bits}");
         }
@@ -670,16 +652,7 @@ fn gpu_default_pair_levels_on_dense_g2_only() {
         ("random", random_scalars(n, seed + 1), 4),
         ("sparse", sparse_scalars(n, 0.45, 0.45, seed + 2), 0),
     ] {
-        let reprs = to_reprs(&scalars);
-        let (got, info) = g
-            .engine
-            .msm_with(
-                &g.stream,
-                &bases,
-                Scalars::Host(&reprs),
-                &MsmConfig::default(),
-            )
-            .unwrap();
+        let (got, info) = msm_info::<G2>(&bases, &scalars, &MsmConfig::default());
         assert_eq!(
             info.plan.affine_levels, levels,
             "G2 {what}: {:?}",
@@ -691,15 +664,7 @@ fn gpu_default_pair_levels_on_dense_g2_only() {
     }
     let g1 = g.engine.generate_bases::<G1>(&g.stream, n, seed).unwrap();
     let scalars = random_scalars(n, seed + 3);
-    let (got, info) = g
-        .engine
-        .msm_with(
-            &g.stream,
-            &g1,
-            Scalars::Host(&to_reprs(&scalars)),
-            &MsmConfig::default(),
-        )
-        .unwrap();
+    let (got, info) = msm_info::<G1>(&g1, &scalars, &MsmConfig::default());
     assert_eq!(info.plan.affine_levels, 0, "G1: {:?}", info.plan);
     assert_eq!(
         got,
