@@ -33,6 +33,10 @@ pub struct Args {
     /// pass reads a 4 GiB table per direction instead of multiplying two entries.
     #[arg(long)]
     direct_factor_log: Option<u32>,
+    /// Elements each pass thread holds, log2: 3 (the default kernels) or 2 (four elements a
+    /// thread, more resident warps; `NttEngine::set_elems_log`).
+    #[arg(long)]
+    elems_log: Option<u32>,
 }
 
 /// sppark's NTT on this H200, device-resident data, natural order in and out, medians
@@ -126,6 +130,10 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(log) = args.direct_factor_log {
         engine.set_direct_factor_log(log)?;
         eprintln!("==> pass factors of order up to 2^{log} from one table");
+    }
+    if let Some(e) = args.elems_log {
+        engine.set_elems_log(e)?;
+        eprintln!("==> {} elements a pass thread", 1u32 << e);
     }
     let stream = device.new_stream()?;
     let mut rows = Vec::new();

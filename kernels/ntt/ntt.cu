@@ -65,29 +65,38 @@ __device__ __forceinline__ uint32_t rev_bits(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0u : __brev(x) >> (32 - bits);
 }
 
-// Radix (log2) of round q of a pass of `bits` stages: 3 first, the rest split evenly
-// (plan::rounds).
+// Radix (log2) of round q of a pass of `bits` stages with 2^ELOG elements a thread: ELOG
+// first, the rest split evenly (plan::rounds).
+// With 8 elements the longer rounds come first; with 4 the shorter ones do, so that the last
+// round, which needs no factors after it, is a full one.
+template <uint32_t ELOG>
 __device__ __forceinline__ uint32_t round_radix(uint32_t q, uint32_t bits) {
-    if (q == 0) return bits < 3 ? bits : 3;
-    const uint32_t rest = bits - 3, parts = (rest + 2) / 3;
-    return rest / parts + ((q - 1) < rest % parts ? 1u : 0u);
+    if (q == 0) return bits < ELOG ? bits : ELOG;
+    const uint32_t rest = bits - ELOG, parts = (rest + ELOG - 1) / ELOG;
+    const uint32_t longer = ELOG == 3 ? (q - 1) < rest % parts : (q - 1) >= parts - rest % parts;
+    return rest / parts + (longer ? 1u : 0u);
 }
 
+template <uint32_t ELOG>
 __device__ __forceinline__ uint32_t num_rounds(uint32_t bits) {
-    return bits <= 3 ? 1u : 1u + (bits - 3 + 2) / 3;
+    return bits <= ELOG ? 1u : 1u + (bits - ELOG + ELOG - 1) / ELOG;
 }
 
-// plan::round_position: the three register bits inserted into the thread index at bit b.
+// plan::round_position: the ELOG register bits inserted into the thread index at bit b.
+template <uint32_t ELOG>
 __device__ __forceinline__ uint32_t round_position(uint32_t theta, uint32_t j, uint32_t b) {
     const uint32_t lo = theta & ((1u << b) - 1);
-    return ((theta >> b) << (b + 3)) | (j << b) | lo;
+    return ((theta >> b) << (b + ELOG)) | (j << b) | lo;
 }
 
 // plan::smem_index: lines interleaved in strided passes, swizzled so that every round's accesses
-// hit distinct banks.
+// hit distinct banks (the swizzle depends on how many register bits a round inserts).
+template <uint32_t ELOG>
 __device__ __forceinline__ uint32_t smem_index(const PassInfo& p, uint32_t g, uint32_t pos) {
     const uint32_t x = p.s_lo == 0 ? (g << p.bits) | pos : (pos << p.log_lines) | g;
-    const uint32_t sw = (((x >> 5) & 1) * 0x09u) ^ (((x >> 6) & 1) * 0x12u) ^ (((x >> 7) & 1) * 0x1cu);
+    const uint32_t sw = ELOG == 3
+        ? (((x >> 5) & 1) * 0x09u) ^ (((x >> 6) & 1) * 0x12u) ^ (((x >> 7) & 1) * 0x1cu)
+        : (((x >> 5) & 1) * 0x0au) ^ (((x >> 6) & 1) * 0x15u);
     return x ^ sw;
 }
 
@@ -174,21 +183,20 @@ __device__ __forceinline__ void dit4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, con
     butterfly_dit(x1, x3);
 }
 
-template <bool DIT>
-__device__ __forceinline__ void round_butterflies(fr_t v[8], uint32_t r, const GroupRoots& w) {
-    if (r == 3) {
+template <bool DIT, uint32_t ELOG>
+__device__ __forceinline__ void round_butterflies(fr_t v[1 << ELOG], uint32_t r, const GroupRoots& w) {
+    constexpr uint32_t E = 1u << ELOG;
+    if (ELOG == 3 && r == 3) {
         if (DIT) dit8(v, w); else dif8(v, w);
     } else if (r == 2) {
-        if (DIT) {
-            dit4(v[0], v[1], v[2], v[3], w);
-            dit4(v[4], v[5], v[6], v[7], w);
-        } else {
-            dif4(v[0], v[1], v[2], v[3], w);
-            dif4(v[4], v[5], v[6], v[7], w);
+#pragma unroll
+        for (uint32_t j = 0; j < E; j += 4) {
+            if (DIT) dit4(v[j], v[j + 1], v[j + 2], v[j + 3], w);
+            else dif4(v[j], v[j + 1], v[j + 2], v[j + 3], w);
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < 8; j += 2) {
+        for (uint32_t j = 0; j < E; j += 2) {
             if (DIT) butterfly_dit(v[j], v[j + 1]); else butterfly_dif(v[j], v[j + 1]);
         }
     }
@@ -197,51 +205,55 @@ __device__ __forceinline__ void round_butterflies(fr_t v[8], uint32_t r, const G
 // The four-step factors between rounds (plan::model::round_factor): register j of thread theta
 // in the round of base b and radix 2^r is multiplied by ω_(2^bits)^((theta mod 2^b)·rev_r(j mod
 // 2^r)·2^(bits-b-r)).
-__device__ __forceinline__ void round_factors(fr_t v[8], uint32_t r, uint32_t b, uint32_t theta,
+template <uint32_t ELOG>
+__device__ __forceinline__ void round_factors(fr_t v[1 << ELOG], uint32_t r, uint32_t b, uint32_t theta,
                                               const fr_t* roots, uint32_t bits) {
+    constexpr uint32_t E = 1u << ELOG;
     const uint32_t theta_lo = theta & ((1u << b) - 1);
     const uint32_t shift = bits - b - r;
     const uint32_t mask = (1u << r) - 1;
     // Each twiddle is loaded one product ahead, so its latency hides behind the product before.
     fr_t next = load_table(roots + ((theta_lo * rev_bits(1 & mask, r)) << shift));
 #pragma unroll
-    for (uint32_t j = 1; j < 8; ++j) {
+    for (uint32_t j = 1; j < E; ++j) {
         const fr_t tw = next;
-        if (j < 7) next = load_table(roots + ((theta_lo * rev_bits((j + 1) & mask, r)) << shift));
+        if (j < E - 1) next = load_table(roots + ((theta_lo * rev_bits((j + 1) & mask, r)) << shift));
         if ((j & mask) != 0) v[j] = twist(v[j], tw);
     }
 }
 
 // Moves the block's elements from one round's register layout to the next through shared
 // memory: one 32-bit plane per limb, so every access is a conflict-free word access.
-__device__ __forceinline__ void exchange(fr_t v[8], uint32_t* smem, const PassInfo& p, uint32_t g,
+template <uint32_t ELOG>
+__device__ __forceinline__ void exchange(fr_t v[1 << ELOG], uint32_t* smem, const PassInfo& p, uint32_t g,
                                          uint32_t theta, uint32_t b_from, uint32_t b_to) {
+    constexpr uint32_t E = 1u << ELOG;
     const uint32_t plane = 1u << (p.bits + p.log_lines);
     __syncthreads();  // the previous round's (or group's) readers are done
 #pragma unroll
-    for (uint32_t j = 0; j < 8; ++j) {
-        const uint32_t i = smem_index(p, g, round_position(theta, j, b_from));
+    for (uint32_t j = 0; j < E; ++j) {
+        const uint32_t i = smem_index<ELOG>(p, g, round_position<ELOG>(theta, j, b_from));
 #pragma unroll
         for (int l = 0; l < 8; ++l) smem[l * plane + i] = v[j].val[l];
     }
     __syncthreads();
 #pragma unroll
-    for (uint32_t j = 0; j < 8; ++j) {
-        const uint32_t i = smem_index(p, g, round_position(theta, j, b_to));
+    for (uint32_t j = 0; j < E; ++j) {
+        const uint32_t i = smem_index<ELOG>(p, g, round_position<ELOG>(theta, j, b_to));
 #pragma unroll
         for (int l = 0; l < 8; ++l) v[j].val[l] = smem[l * plane + i];
     }
 }
 
-// v[j]·f(j) for j = 0..7, each factor fetched one product ahead so that its loads hide behind
-// the product before.
-template <class Factor>
-__device__ __forceinline__ void twist_each(fr_t v[8], Factor f) {
+// v[j]·f(j) for j = 0..E-1, each factor fetched one product ahead so that its loads hide
+// behind the product before.
+template <uint32_t E, class Factor>
+__device__ __forceinline__ void twist_each(fr_t v[E], Factor f) {
     fr_t next = f(0);
 #pragma unroll
-    for (uint32_t j = 0; j < 8; ++j) {
+    for (uint32_t j = 0; j < E; ++j) {
         const fr_t t = next;
-        if (j < 7) next = f(j + 1);
+        if (j < E - 1) next = f(j + 1);
         v[j] = twist(v[j], t);
     }
 }
@@ -267,15 +279,16 @@ __device__ __forceinline__ fr_t* pick(fr_t* v0, fr_t* v1, fr_t* v2) {
     return blockIdx.y == 0 ? v0 : (blockIdx.y == 1 ? v1 : v2);
 }
 
-// One pass (plan::model::run_pass), for passes of 3..10 stages. Each block loops over groups
-// of lines (a persistent grid); blockIdx.y picks the vector.
-template <bool DIT>
+// One pass (plan::model::run_pass), for passes of ELOG..10 stages, 2^ELOG elements a thread.
+// Each block loops over groups of lines (a persistent grid); blockIdx.y picks the vector.
+template <bool DIT, uint32_t ELOG>
 __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const fr_t* factor_lo,
                                             const fr_t* factor_hi, const fr_t* scale_lo,
                                             const fr_t* scale_hi, const PassInfo& p) {
+    constexpr uint32_t E = 1u << ELOG;
     extern __shared__ uint32_t smem[];
     const uint32_t bits = p.bits;
-    const uint32_t per_line = bits - 3;
+    const uint32_t per_line = bits - ELOG;
     const uint32_t t = threadIdx.x;
     uint32_t g, theta;
     if (p.s_lo == 0) {
@@ -286,7 +299,7 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
         theta = t >> p.log_lines;
     }
     const uint32_t s_hi = p.s_lo + bits;
-    const uint32_t rounds = num_rounds(bits);
+    const uint32_t rounds = num_rounds<ELOG>(bits);
     const GroupRoots w{roots, bits};
     const bool scaled = p.s_lo == 0 && (p.flags & (FLAG_SCALE_CONST | FLAG_SCALE_POWERS));
 
@@ -296,29 +309,29 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
         const uint32_t i_low = line & ((1u << p.s_lo) - 1);
         const uint32_t i_high = line >> p.s_lo;
         fr_t* base = data + (((size_t)i_high << s_hi) | i_low);
-        fr_t v[8];
+        fr_t v[E];
         if (!DIT) {
-            uint32_t b = bits - 3;
+            uint32_t b = bits - ELOG;
 #pragma unroll
-            for (uint32_t j = 0; j < 8; ++j)
-                v[j] = load_global(base + ((size_t)round_position(theta, j, b) << p.s_lo));
+            for (uint32_t j = 0; j < E; ++j)
+                v[j] = load_global(base + ((size_t)round_position<ELOG>(theta, j, b) << p.s_lo));
             b = bits;
 #pragma unroll 1
             for (uint32_t q = 0; q < rounds; ++q) {
-                const uint32_t r = round_radix(q, bits);
+                const uint32_t r = round_radix<ELOG>(q, bits);
                 const uint32_t prev = b;
                 b -= r;
-                if (q > 0) exchange(v, smem, p, g, theta, prev, b);
-                round_butterflies<false>(v, r, w);
-                if (b > 0) round_factors(v, r, b, theta, roots, bits);
+                if (q > 0) exchange<ELOG>(v, smem, p, g, theta, prev, b);
+                round_butterflies<false, ELOG>(v, r, w);
+                if (b > 0) round_factors<ELOG>(v, r, b, theta, roots, bits);
             }
             if (p.flags & FLAG_FACTOR)
-                twist_each(v, [&](uint32_t j) {
-                    return pass_factor(i_low * rev_bits((theta << 3) | j, bits), factor_lo, factor_hi, p);
+                twist_each<E>(v, [&](uint32_t j) {
+                    return pass_factor(i_low * rev_bits((theta << ELOG) | j, bits), factor_lo, factor_hi, p);
                 });
 #pragma unroll
-            for (uint32_t j = 0; j < 8; ++j) {
-                const uint32_t pos = (theta << 3) | j;
+            for (uint32_t j = 0; j < E; ++j) {
+                const uint32_t pos = (theta << ELOG) | j;
                 if (scaled) v[j] = twist(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
                 store_global(base + ((size_t)pos << p.s_lo), reduce(v[j]));
             }
@@ -327,20 +340,20 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
             // With a called product no load may pass a call: load every element first, and
             // each factor one product ahead, as the DIF branch does.
 #pragma unroll
-            for (uint32_t j = 0; j < 8; ++j)
-                v[j] = load_global(base + ((size_t)((theta << 3) | j) << p.s_lo));
+            for (uint32_t j = 0; j < E; ++j)
+                v[j] = load_global(base + ((size_t)((theta << ELOG) | j) << p.s_lo));
             if (scaled)
-                twist_each(v, [&](uint32_t j) {
-                    return scale_value((i_high << bits) | (theta << 3) | j, scale_lo, scale_hi, p);
+                twist_each<E>(v, [&](uint32_t j) {
+                    return scale_value((i_high << bits) | (theta << ELOG) | j, scale_lo, scale_hi, p);
                 });
             if (p.flags & FLAG_FACTOR)
-                twist_each(v, [&](uint32_t j) {
-                    return pass_factor(i_low * rev_bits((theta << 3) | j, bits), factor_lo, factor_hi, p);
+                twist_each<E>(v, [&](uint32_t j) {
+                    return pass_factor(i_low * rev_bits((theta << ELOG) | j, bits), factor_lo, factor_hi, p);
                 });
 #else
 #pragma unroll
-            for (uint32_t j = 0; j < 8; ++j) {
-                const uint32_t pos = (theta << 3) | j;
+            for (uint32_t j = 0; j < E; ++j) {
+                const uint32_t pos = (theta << ELOG) | j;
                 v[j] = load_global(base + ((size_t)pos << p.s_lo));
                 if (scaled) v[j] = twist(v[j], scale_value((i_high << bits) | pos, scale_lo, scale_hi, p));
                 if (p.flags & FLAG_FACTOR)
@@ -350,18 +363,18 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
             uint32_t b = 0;
 #pragma unroll 1
             for (int q = (int)rounds - 1; q >= 0; --q) {
-                const uint32_t r = round_radix((uint32_t)q, bits);
+                const uint32_t r = round_radix<ELOG>((uint32_t)q, bits);
                 if (q < (int)rounds - 1) {
-                    const uint32_t next = b + round_radix((uint32_t)q + 1, bits);
-                    exchange(v, smem, p, g, theta, b, next);
+                    const uint32_t next = b + round_radix<ELOG>((uint32_t)q + 1, bits);
+                    exchange<ELOG>(v, smem, p, g, theta, b, next);
                     b = next;
                 }
-                if (b > 0) round_factors(v, r, b, theta, roots, bits);
-                round_butterflies<true>(v, r, w);
+                if (b > 0) round_factors<ELOG>(v, r, b, theta, roots, bits);
+                round_butterflies<true, ELOG>(v, r, w);
             }
 #pragma unroll
-            for (uint32_t j = 0; j < 8; ++j)
-                store_global(base + ((size_t)round_position(theta, j, bits - 3) << p.s_lo), reduce(v[j]));
+            for (uint32_t j = 0; j < E; ++j)
+                store_global(base + ((size_t)round_position<ELOG>(theta, j, bits - ELOG) << p.s_lo), reduce(v[j]));
         }
     }
 }
@@ -439,16 +452,24 @@ __device__ __forceinline__ void bitrev_tiled(fr_t* data, const fr_t* sub, uint32
 // memory 32·2^(bits+log_lines) bytes. At most 128 registers per thread keep 256 threads' worth
 // of blocks twice on every SM (a few words spill); more registers would halve that, and three
 // blocks (80 registers, more spills) measured 14–54% slower (docs/perf.md, sixteenth session).
-#define CUZK_NTT_PASS(NAME, DIT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, 2)                                           \
+#define CUZK_NTT_PASS(NAME, DIT, ELOG, MIN_BLOCKS)                                                 \
+    extern "C" __global__ void __launch_bounds__(256, MIN_BLOCKS)                                  \
         NAME(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots, const fr_t* factor_lo,               \
              const fr_t* factor_hi, const fr_t* scale_lo, const fr_t* scale_hi,                    \
              cuzk::ntt::PassInfo info) {                                                           \
-        cuzk::ntt::pass_kernel<DIT>(cuzk::ntt::pick(v0, v1, v2), roots, factor_lo, factor_hi,      \
-                                    scale_lo, scale_hi, info);                                     \
+        cuzk::ntt::pass_kernel<DIT, ELOG>(cuzk::ntt::pick(v0, v1, v2), roots, factor_lo,           \
+                                          factor_hi, scale_lo, scale_hi, info);                    \
     }
-CUZK_NTT_PASS(cuzk_ntt_dif_pass, false)
-CUZK_NTT_PASS(cuzk_ntt_dit_pass, true)
+CUZK_NTT_PASS(cuzk_ntt_dif_pass, false, 3, 2)
+CUZK_NTT_PASS(cuzk_ntt_dit_pass, true, 3, 2)
+// Four elements a thread (plan::Pass::elems_log = 2): half the registers of a thread, so more
+// warps on every SM (CUZK_NTT4_MIN_BLOCKS blocks of 256 threads, 3 unless the build defines it),
+// for twice the shared-memory exchanges. NttEngine::set_elems_log chooses.
+#ifndef CUZK_NTT4_MIN_BLOCKS
+#define CUZK_NTT4_MIN_BLOCKS 3
+#endif
+CUZK_NTT_PASS(cuzk_ntt_dif_pass4, false, 2, CUZK_NTT4_MIN_BLOCKS)
+CUZK_NTT_PASS(cuzk_ntt_dit_pass4, true, 2, CUZK_NTT4_MIN_BLOCKS)
 #undef CUZK_NTT_PASS
 
 // Whole transforms of 2 or 4 elements (too short for the pass kernels), one thread per vector,

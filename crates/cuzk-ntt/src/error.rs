@@ -46,6 +46,16 @@ pub enum NttError {
         /// The largest supported value.
         max: u32,
     },
+    /// The elements per thread asked for are not a shape the pass kernels come in.
+    #[error("2^{elems_log} elements a thread asked for; the pass kernels hold 2^{min} or 2^{max}")]
+    ElemsPerThread {
+        /// log2 of the elements per thread that was asked for.
+        elems_log: u32,
+        /// The smaller supported value.
+        min: u32,
+        /// The larger supported value.
+        max: u32,
+    },
     /// The bound asked for on directly tabulated pass factors is past the largest transform.
     #[error("direct pass-factor tables up to order 2^{log} asked for; at most 2^{max}")]
     DirectFactorLog {

@@ -42,8 +42,13 @@ pub const BLOCK_ELEMS_LOG: u32 = 11;
 /// two tables of about `sqrt` the size and one extra multiplication per element (the default of
 /// [`PassTables::with_direct_log`]'s bound).
 pub const DIRECT_FACTOR_MAX_LOG: u32 = 20;
-/// Elements each thread holds in registers (the radix of a full round).
+/// Elements each thread holds in registers by default (log2; the radix of a full round).
 pub const ELEMS_PER_THREAD_LOG: u32 = 3;
+/// The other choice of [`Plan::with_shape`]: 4 elements a thread, so half the registers and
+/// more resident warps, for twice the rounds (and shared-memory exchanges) per pass.
+pub const MIN_ELEMS_PER_THREAD_LOG: u32 = 2;
+/// Most threads in a pass block.
+pub const MAX_THREADS_PER_BLOCK_LOG: u32 = 8;
 
 /// One kernel pass over index bits `[s_lo, s_lo + bits)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +59,9 @@ pub struct Pass {
     pub bits: u32,
     /// log2 of the lines one block holds.
     pub log_lines_per_block: u32,
+    /// log2 of the elements each thread holds in registers: [`ELEMS_PER_THREAD_LOG`] or
+    /// [`MIN_ELEMS_PER_THREAD_LOG`] (different kernels).
+    pub elems_log: u32,
 }
 
 impl Pass {
@@ -62,9 +70,9 @@ impl Pass {
         self.s_lo + self.bits
     }
 
-    /// Threads per block: 8 elements each, or one thread per line for lines shorter than 8.
+    /// Threads per block: `2^elems_log` elements each, or one thread per line for shorter lines.
     pub fn threads_per_block(&self) -> u32 {
-        let per_line = self.bits.saturating_sub(ELEMS_PER_THREAD_LOG);
+        let per_line = self.bits.saturating_sub(self.elems_log);
         1 << (per_line + self.log_lines_per_block)
     }
 
@@ -97,6 +105,19 @@ impl Plan {
     /// in [`MAX_PASS_BITS`]..=[`BLOCK_ELEMS_LOG`]: smaller blocks mean more of them per SM and
     /// shorter contiguous runs in strided passes.
     pub fn with_block_log(log_n: u32, block_log: u32) -> Result<Self, NttError> {
+        Self::with_shape(log_n, block_log, ELEMS_PER_THREAD_LOG)
+    }
+
+    /// The plan for size `2^log_n` with blocks of (at most) `2^block_log` elements and
+    /// `2^elems_log` elements a thread (`elems_log` 2 or 3). Blocks never exceed
+    /// `2^MAX_THREADS_PER_BLOCK_LOG` threads, so with 4 elements a thread they hold at most
+    /// `2^10` elements whatever `block_log` says.
+    pub fn with_shape(log_n: u32, block_log: u32, elems_log: u32) -> Result<Self, NttError> {
+        assert!(
+            (MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG).contains(&elems_log),
+            "elems_log {elems_log} out of range"
+        );
+        let block_log = block_log.min(MAX_THREADS_PER_BLOCK_LOG + elems_log);
         assert!(
             (MAX_PASS_BITS..=BLOCK_ELEMS_LOG).contains(&block_log),
             "block_log {block_log} out of range"
@@ -123,6 +144,7 @@ impl Plan {
                 s_lo,
                 bits,
                 log_lines_per_block,
+                elems_log,
             });
             s_hi = s_lo;
         }
@@ -148,17 +170,27 @@ pub fn pass_bits(log_n: u32) -> Vec<u32> {
     (0..parts).map(|i| q + u32::from(i < r)).collect()
 }
 
-/// Radix-2^r rounds of a pass of `bits` stages, first round first: a full radix-8 round first
-/// (so every round's register bits fit inside the line), the rest split as evenly as possible.
-pub fn rounds(bits: u32) -> Vec<u32> {
-    if bits <= ELEMS_PER_THREAD_LOG {
+/// Radix-2^r rounds of a pass of `bits` stages with `2^elems_log` elements a thread, first
+/// round first: a full round first (so every round's register bits fit inside the line), the
+/// rest split as evenly as possible. With 8 elements the longer rounds come first; with 4 the
+/// shorter ones do, so that the last round, which needs no factors after it, is a full one
+/// (a radix-2 round's factors cost half a product per element, a radix-4 round's three quarters).
+pub fn rounds(bits: u32, elems_log: u32) -> Vec<u32> {
+    if bits <= elems_log {
         return vec![bits];
     }
-    let rest = bits - ELEMS_PER_THREAD_LOG;
-    let parts = rest.div_ceil(3);
+    let rest = bits - elems_log;
+    let parts = rest.div_ceil(elems_log);
     let (q, r) = (rest / parts, rest % parts);
-    std::iter::once(ELEMS_PER_THREAD_LOG)
-        .chain((0..parts).map(|i| q + u32::from(i < r)))
+    let longer = |i: u32| {
+        if elems_log == ELEMS_PER_THREAD_LOG {
+            i < r
+        } else {
+            i >= parts - r
+        }
+    };
+    std::iter::once(elems_log)
+        .chain((0..parts).map(|i| q + u32::from(longer(i))))
         .collect()
 }
 
@@ -323,36 +355,42 @@ pub fn rev(x: u32, bits: u32) -> u32 {
 }
 
 /// Position in a line of the element register `j` of thread `theta` holds in a round whose
-/// lowest bit is `b`: the three register bits are inserted into the thread index at bit `b`.
-pub fn round_position(theta: u32, j: u32, b: u32) -> u32 {
+/// lowest bit is `b`: the `elems_log` register bits are inserted into the thread index at bit
+/// `b`.
+pub fn round_position(theta: u32, j: u32, b: u32, elems_log: u32) -> u32 {
     let lo = theta & ((1 << b) - 1);
     let hi = theta >> b;
-    (hi << (b + ELEMS_PER_THREAD_LOG)) | (j << b) | lo
+    (hi << (b + elems_log)) | (j << b) | lo
 }
 
 /// Index into a block's shared memory (in 32-bit words of one limb plane) of element `pos` of
 /// line `g`: lines of the last pass lie one after another, lines of strided passes interleave
-/// (so that a warp's lines land on distinct banks), and bits 5–7 are folded into bits 0–4 so
-/// that every round's access pattern hits 32 distinct banks.
+/// (so that a warp's lines land on distinct banks), and bits 5–7 (5–6 with 4 elements a
+/// thread) are folded into bits 0–4 so that every round's access pattern hits 32 distinct
+/// banks.
 pub fn smem_index(pass: &Pass, g: u32, pos: u32) -> u32 {
     let x = if pass.s_lo == 0 {
         (g << pass.bits) | pos
     } else {
         (pos << pass.log_lines_per_block) | g
     };
-    x ^ smem_swizzle(x)
+    x ^ smem_swizzle(x, pass.elems_log)
 }
 
-fn smem_swizzle(x: u32) -> u32 {
+fn smem_swizzle(x: u32, elems_log: u32) -> u32 {
     let bit = |i: u32| (x >> i) & 1;
-    (bit(5) * 0b01001) ^ (bit(6) * 0b10010) ^ (bit(7) * 0b11100)
+    if elems_log == ELEMS_PER_THREAD_LOG {
+        (bit(5) * 0b01001) ^ (bit(6) * 0b10010) ^ (bit(7) * 0b11100)
+    } else {
+        (bit(5) * 0b01010) ^ (bit(6) * 0b10101)
+    }
 }
 
 /// The thread of a block that owns `(line in block, thread in line)`: in the last pass threads
 /// of a line are adjacent (lines are contiguous in memory), in strided passes lines are adjacent
 /// (their elements are).
 pub fn thread_coords(pass: &Pass, t: u32) -> (u32, u32) {
-    let per_line_log = pass.bits.saturating_sub(ELEMS_PER_THREAD_LOG);
+    let per_line_log = pass.bits.saturating_sub(pass.elems_log);
     if pass.s_lo == 0 {
         (t >> per_line_log, t & ((1 << per_line_log) - 1))
     } else {
@@ -379,10 +417,10 @@ mod tests {
                 assert!(p.bits >= 1 && p.bits <= MAX_PASS_BITS);
                 assert!(p.threads_per_block() <= 256 && p.block_elems() <= 1 << BLOCK_ELEMS_LOG);
                 next = p.s_lo;
-                let r = rounds(p.bits);
+                let r = rounds(p.bits, p.elems_log);
                 assert_eq!(r.iter().sum::<u32>(), p.bits);
-                assert!(r.iter().all(|&x| (1..=3).contains(&x)));
-                assert!(p.bits < 3 || r[0] == 3);
+                assert!(r.iter().all(|&x| (1..=p.elems_log).contains(&x)));
+                assert!(p.bits < p.elems_log || r[0] == p.elems_log);
                 // Strided passes group lines that are neighbours in memory.
                 if p.s_lo > 0 {
                     assert!(p.log_lines_per_block <= p.s_lo, "log_n {log_n}");
@@ -394,8 +432,11 @@ mod tests {
         assert_eq!(pass_bits(27), vec![9, 9, 9]);
         assert_eq!(pass_bits(28), vec![10, 9, 9]);
         assert_eq!(pass_bits(20), vec![10, 10]);
-        assert_eq!(rounds(10), vec![3, 3, 2, 2]);
-        assert_eq!(rounds(4), vec![3, 1]);
+        assert_eq!(rounds(10, 3), vec![3, 3, 2, 2]);
+        assert_eq!(rounds(4, 3), vec![3, 1]);
+        assert_eq!(rounds(9, 2), vec![2, 1, 2, 2, 2]);
+        assert_eq!(rounds(10, 2), vec![2, 2, 2, 2, 2]);
+        assert_eq!(rounds(3, 2), vec![2, 1]);
         assert!(matches!(
             Plan::new(0),
             Err(NttError::TooSmall { log_n: 0, min: 1 })
@@ -421,8 +462,10 @@ mod tests {
 
     fn all_plans() -> impl Iterator<Item = (u32, Plan)> {
         (MIN_LOG_N..=MAX_LOG_N).flat_map(|log_n| {
-            (MAX_PASS_BITS..=BLOCK_ELEMS_LOG)
-                .map(move |b| (log_n, Plan::with_block_log(log_n, b).unwrap()))
+            (MAX_PASS_BITS..=BLOCK_ELEMS_LOG).flat_map(move |b| {
+                (MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG)
+                    .map(move |e| (log_n, Plan::with_shape(log_n, b, e).unwrap()))
+            })
         })
     }
 
@@ -449,17 +492,19 @@ mod tests {
         for (log_n, plan) in all_plans().filter(|(log_n, _)| *log_n >= 3) {
             for p in plan.passes() {
                 let mut b = p.bits;
-                for r in rounds(p.bits) {
+                for r in rounds(p.bits, p.elems_log) {
                     b -= r;
                     for warp in 0..p.threads_per_block().div_ceil(32) {
-                        for j in 0..8 {
+                        for j in 0..1 << p.elems_log {
                             let mut banks = std::collections::HashSet::new();
                             let lanes =
                                 (warp * 32..(warp + 1) * 32).filter(|&t| t < p.threads_per_block());
                             let count = lanes.clone().count();
                             for t in lanes {
                                 let (g, theta) = thread_coords(p, t);
-                                banks.insert(smem_index(p, g, round_position(theta, j, b)) % 32);
+                                banks.insert(
+                                    smem_index(p, g, round_position(theta, j, b, p.elems_log)) % 32,
+                                );
                             }
                             assert_eq!(
                                 banks.len(),

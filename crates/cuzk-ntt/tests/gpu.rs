@@ -600,3 +600,44 @@ fn gpu_direct_factor_tables_agree() {
     };
     assert!(run(split) == run(&direct), "groth16_h 2^{log_n}");
 }
+
+/// The pass kernels with 4 elements a thread compute what the default ones do, at sizes with
+/// one, two and three passes (odd pass widths, so radix-2 rounds; passes of 3 stages) and the
+/// Groth16 H step; a shape the kernels do not come in is refused by name.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_four_elements_a_thread_agree() {
+    let (eight, stream) = engine();
+    let four = NttEngine::new(eight.device()).unwrap();
+    four.set_elems_log(2).unwrap();
+    for bad in [1, 4] {
+        assert!(matches!(
+            four.set_elems_log(bad),
+            Err(NttError::ElemsPerThread { elems_log, min: 2, max: 3 }) if elems_log == bad
+        ));
+    }
+    assert_engines_agree(
+        eight,
+        &four,
+        &[3, 4, 5, 9, 10, 11, 12, 13, 17, 20, 21, 23, 24],
+        17,
+        8000,
+        "four elements a thread",
+    );
+    let log_n = 22;
+    let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(8100 + i, 1 << log_n)).collect();
+    let run = |e: &NttEngine| {
+        let mut bufs: Vec<DeviceBuffer<FrRepr>> =
+            vecs.iter().map(|v| stream.upload(v).unwrap()).collect();
+        let [a, b, c] = &mut bufs[..] else {
+            unreachable!()
+        };
+        e.groth16_h(
+            stream,
+            &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
+        )
+        .unwrap();
+        stream.download(&bufs[0]).unwrap()
+    };
+    assert!(run(eight) == run(&four), "groth16_h 2^{log_n}");
+}

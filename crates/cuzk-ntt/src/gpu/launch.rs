@@ -45,6 +45,9 @@ pub(super) struct ScaleArgs<'a> {
 pub(super) struct Kernels {
     pub dif: Kernel,
     pub dit: Kernel,
+    /// The pass kernels with 4 elements a thread (plan::Pass::elems_log = 2).
+    pub dif4: Kernel,
+    pub dit4: Kernel,
     pub tiny: Kernel,
     pub bitrev: Kernel,
     pub bitrev_tiled: Kernel,
@@ -60,6 +63,8 @@ impl Kernels {
         let kernels = Kernels {
             dif: k("cuzk_ntt_dif_pass")?,
             dit: k("cuzk_ntt_dit_pass")?,
+            dif4: k("cuzk_ntt_dif_pass4")?,
+            dit4: k("cuzk_ntt_dit_pass4")?,
             tiny: k("cuzk_ntt_tiny")?,
             bitrev: k("cuzk_ntt_bitrev")?,
             bitrev_tiled: k("cuzk_ntt_bitrev_tiled")?,
@@ -70,7 +75,7 @@ impl Kernels {
         };
         // Blocks hold up to 2^BLOCK_ELEMS_LOG elements of 32 bytes: above the default 48 KiB.
         let smem = smem_bytes_max();
-        for k in [&kernels.dif, &kernels.dit] {
+        for k in [&kernels.dif, &kernels.dit, &kernels.dif4, &kernels.dit4] {
             k.set_max_dynamic_shared_mem(smem)?;
         }
         Ok(kernels)

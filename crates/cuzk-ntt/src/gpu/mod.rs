@@ -26,7 +26,7 @@ mod launch;
 
 use crate::plan::{
     Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG, DIRECT_FACTOR_MAX_LOG,
-    MAX_LOG_N, MAX_PASS_BITS, MIN_LOG_N,
+    ELEMS_PER_THREAD_LOG, MAX_LOG_N, MAX_PASS_BITS, MIN_ELEMS_PER_THREAD_LOG, MIN_LOG_N,
 };
 use crate::NttError;
 use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream, Timeline};
@@ -107,8 +107,8 @@ pub enum ArithCode {
 }
 
 /// What a set of twiddle tables is built for: (log_n, direction, block_log, the bound on
-/// directly tabulated pass factors).
-type TablesKey = (u32, Direction, u32, u32);
+/// directly tabulated pass factors, elements per thread).
+type TablesKey = (u32, Direction, u32, u32, u32);
 
 /// NTTs on one device. Cheap to share (`&self` methods, internally locked caches); transforms
 /// are queued on the caller's stream and return without waiting for the device.
@@ -120,12 +120,15 @@ pub struct NttEngine {
     tables: Mutex<HashMap<TablesKey, Arc<DeviceTables>>>,
     /// Scale tables per (log_n, kind).
     scales: Mutex<HashMap<(u32, ScaleKind), Arc<DeviceScale>>>,
-    /// Blocks per SM of the pass kernels, per (dit, threads per block, shared memory).
-    occupancy: Mutex<HashMap<(bool, u32, u32), u32>>,
+    /// Blocks per SM of the pass kernels, per (dit, elements per thread, threads per block,
+    /// shared memory).
+    occupancy: Mutex<HashMap<(bool, u32, u32, u32), u32>>,
     /// log2 of the elements a pass block holds (plan::Plan::with_block_log).
     block_log: AtomicU32,
     /// Pass factors of order up to 2^this come from one table (plan::PassTables::with_direct_log).
     direct_factor_log: AtomicU32,
+    /// log2 of the elements each pass thread holds (plan::Plan::with_shape).
+    elems_log: AtomicU32,
     /// A one-element buffer passed for table and vector slots a launch does not use.
     dummy: DeviceBuffer<FrRepr>,
 }
@@ -159,6 +162,7 @@ impl NttEngine {
             occupancy: Mutex::new(HashMap::new()),
             block_log: AtomicU32::new(BLOCK_ELEMS_LOG),
             direct_factor_log: AtomicU32::new(DIRECT_FACTOR_MAX_LOG),
+            elems_log: AtomicU32::new(ELEMS_PER_THREAD_LOG),
             dummy,
         })
     }
@@ -180,6 +184,22 @@ impl NttEngine {
             });
         }
         self.block_log.store(block_log, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Chooses how many elements each thread of a pass holds: `2^elems_log`, 3 (the default:
+    /// 8 elements, 128 registers, 16 warps per SM) or 2 (4 elements in about 80 registers, 24
+    /// warps per SM, blocks of at most 2^10 elements, twice the shared-memory exchanges).
+    /// Both compute the same results.
+    pub fn set_elems_log(&self, elems_log: u32) -> Result<(), NttError> {
+        if !(MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG).contains(&elems_log) {
+            return Err(NttError::ElemsPerThread {
+                elems_log,
+                min: MIN_ELEMS_PER_THREAD_LOG,
+                max: ELEMS_PER_THREAD_LOG,
+            });
+        }
+        self.elems_log.store(elems_log, Ordering::Relaxed);
         Ok(())
     }
 
@@ -550,7 +570,11 @@ impl NttEngine {
             } else {
                 self.no_scale()
             };
-            let kernel = &self.kernels.dif;
+            let kernel = if p.elems_log == ELEMS_PER_THREAD_LOG {
+                &self.kernels.dif
+            } else {
+                &self.kernels.dif4
+            };
             let grid = self.grid_x(kernel, false, p)?;
             launch::pass(
                 stream,
@@ -615,7 +639,11 @@ impl NttEngine {
             } else {
                 self.no_scale()
             };
-            let kernel = &self.kernels.dit;
+            let kernel = if p.elems_log == ELEMS_PER_THREAD_LOG {
+                &self.kernels.dit
+            } else {
+                &self.kernels.dit4
+            };
             let grid = self.grid_x(kernel, true, p)?;
             launch::pass(
                 stream,
@@ -681,13 +709,14 @@ impl NttEngine {
     fn grid_x(&self, kernel: &Kernel, dit: bool, pass: &Pass) -> Result<u32, NttError> {
         let (threads, smem) = (pass.threads_per_block(), 32 * pass.block_elems());
         let mut occ = lock(&self.occupancy);
-        let per_sm = match occ.get(&(dit, threads, smem)) {
+        let key = (dit, pass.elems_log, threads, smem);
+        let per_sm = match occ.get(&key) {
             Some(&n) => n,
             None => {
                 let n = kernel
                     .max_active_blocks_per_sm(threads, smem as usize)?
                     .max(1);
-                occ.insert((dit, threads, smem), n);
+                occ.insert(key, n);
                 n
             }
         };
@@ -702,11 +731,12 @@ impl NttEngine {
     ) -> Result<Arc<DeviceTables>, NttError> {
         let block_log = self.block_log.load(Ordering::Relaxed);
         let direct_log = self.direct_factor_log.load(Ordering::Relaxed);
-        let key = (log_n, direction, block_log, direct_log);
+        let elems_log = self.elems_log.load(Ordering::Relaxed);
+        let key = (log_n, direction, block_log, direct_log, elems_log);
         if let Some(t) = lock(&self.tables).get(&key) {
             return Ok(t.clone());
         }
-        let plan = Plan::with_block_log(log_n, block_log)?;
+        let plan = Plan::with_shape(log_n, block_log, elems_log)?;
         let mut pass_tables = Vec::new();
         for p in plan.passes() {
             let host = PassTables::with_direct_log(p, direction, direct_log);

@@ -10,9 +10,9 @@ use crate::cpu::{bit_reverse_permute, Domain};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-/// The per-thread register count of a pass (8, or the whole line for lines shorter than 8).
+/// The per-thread register count of a pass (`2^elems_log`, or the whole line for shorter lines).
 fn regs_per_thread(pass: &Pass) -> u32 {
-    1 << pass.bits.min(ELEMS_PER_THREAD_LOG)
+    1 << pass.bits.min(pass.elems_log)
 }
 
 fn global_index(pass: &Pass, i_high: u32, pos: u32, i_low: u32) -> usize {
@@ -82,7 +82,7 @@ pub(super) fn run_pass(
     dit: bool,
 ) {
     let k = pass.bits;
-    let rs = rounds(k);
+    let rs = rounds(k, pass.elems_log);
     let e = regs_per_thread(pass) as usize;
     let lines = 1u32 << (log_n - k);
     let groups = lines >> pass.log_lines_per_block;
@@ -112,7 +112,7 @@ pub(super) fn run_pass(
         for t in 0..threads {
             let (_, theta, i_high, i_low) = coords(t);
             for j in 0..e {
-                let pos = round_position(theta, j as u32, first_base);
+                let pos = round_position(theta, j as u32, first_base, pass.elems_log);
                 let mut x = data[global_index(pass, i_high, pos, i_low)];
                 if dit {
                     if pass.s_lo == 0 {
@@ -134,15 +134,21 @@ pub(super) fn run_pass(
                 for t in 0..threads {
                     let (g, theta, _, _) = coords(t);
                     for j in 0..e {
-                        smem[smem_index(pass, g, round_position(theta, j as u32, prev)) as usize] =
-                            regs[t as usize][j];
+                        smem[smem_index(
+                            pass,
+                            g,
+                            round_position(theta, j as u32, prev, pass.elems_log),
+                        ) as usize] = regs[t as usize][j];
                     }
                 }
                 for t in 0..threads {
                     let (g, theta, _, _) = coords(t);
                     for j in 0..e {
-                        regs[t as usize][j] =
-                            smem[smem_index(pass, g, round_position(theta, j as u32, b)) as usize];
+                        regs[t as usize][j] = smem[smem_index(
+                            pass,
+                            g,
+                            round_position(theta, j as u32, b, pass.elems_log),
+                        ) as usize];
                     }
                 }
             }
@@ -172,7 +178,7 @@ pub(super) fn run_pass(
         for t in 0..threads {
             let (_, theta, i_high, i_low) = coords(t);
             for j in 0..e {
-                let pos = round_position(theta, j as u32, last_base);
+                let pos = round_position(theta, j as u32, last_base, pass.elems_log);
                 let mut x = regs[t as usize][j];
                 if !dit {
                     if let Some(f) = &tables.factor {
@@ -193,6 +199,10 @@ pub(super) fn run_pass(
 /// Block size of the model's plans; tests run both sizes the engine offers.
 static BLOCK_LOG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(BLOCK_ELEMS_LOG);
 
+/// Elements a thread of the model's plans (log2); tests run both kernels' shapes.
+static ELEMS_LOG: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(ELEMS_PER_THREAD_LOG);
+
 /// Bound on directly tabulated pass factors of the model's tables (the engine's
 /// `set_direct_factor_log`); tests run the default, every factor split and every one direct.
 static DIRECT_LOG: std::sync::atomic::AtomicU32 =
@@ -207,7 +217,8 @@ fn tables(p: &Pass, direction: Direction) -> PassTables {
 }
 
 fn plan(log_n: u32) -> Plan {
-    Plan::with_block_log(log_n, BLOCK_LOG.load(std::sync::atomic::Ordering::Relaxed)).unwrap()
+    use std::sync::atomic::Ordering::Relaxed;
+    Plan::with_shape(log_n, BLOCK_LOG.load(Relaxed), ELEMS_LOG.load(Relaxed)).unwrap()
 }
 
 /// The DIF network (natural in, bit-reversed out) with `scale` on its output.
@@ -336,6 +347,19 @@ fn model_matches_reference_with_small_blocks() {
         check_all_transforms(log_n);
     }
     BLOCK_LOG.store(BLOCK_ELEMS_LOG, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[test]
+fn model_matches_reference_with_four_elements_a_thread() {
+    // Only this test changes the shape; the others see the default either way, since both
+    // shapes compute the same transform. Sizes with one, two and three passes, radix-2 rounds
+    // (odd pass widths) and passes of 3 stages.
+    use std::sync::atomic::Ordering::Relaxed;
+    ELEMS_LOG.store(MIN_ELEMS_PER_THREAD_LOG, Relaxed);
+    for log_n in [3, 4, 5, 9, 10, 12, 13, 16, 21] {
+        check_all_transforms(log_n);
+    }
+    ELEMS_LOG.store(ELEMS_PER_THREAD_LOG, Relaxed);
 }
 
 #[test]
