@@ -33,8 +33,8 @@ pub struct Args {
     /// pass reads a 4 GiB table per direction instead of multiplying two entries.
     #[arg(long)]
     direct_factor_log: Option<u32>,
-    /// Elements each pass thread holds, log2: 3 (the default kernels) or 2 (four elements a
-    /// thread, more resident warps; `NttEngine::set_elems_log`).
+    /// Elements every pass thread holds, log2: 2 (four a thread, more resident warps) or 3
+    /// (eight); default: the engine's choice per pass (`NttEngine::set_elems_log`).
     #[arg(long)]
     elems_log: Option<u32>,
 }
@@ -132,7 +132,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!("==> pass factors of order up to 2^{log} from one table");
     }
     if let Some(e) = args.elems_log {
-        engine.set_elems_log(e)?;
+        engine.set_elems_log(Some(e))?;
         eprintln!("==> {} elements a pass thread", 1u32 << e);
     }
     let stream = device.new_stream()?;

@@ -81,6 +81,24 @@ impl Pass {
         1 << (self.bits + self.log_lines_per_block)
     }
 
+    /// The pass over bits `[s_lo, s_lo + bits)` of a size-`2^log_n` transform with blocks of
+    /// (at most) `2^block_log` elements and `2^elems_log` elements a thread: as many lines a
+    /// block as fit, and never more than `2^MAX_THREADS_PER_BLOCK_LOG` threads.
+    pub fn shaped(log_n: u32, s_lo: u32, bits: u32, block_log: u32, elems_log: u32) -> Pass {
+        let block_log = block_log.min(MAX_THREADS_PER_BLOCK_LOG + elems_log);
+        Pass {
+            s_lo,
+            bits,
+            log_lines_per_block: block_log.saturating_sub(bits).min(log_n - bits),
+            elems_log,
+        }
+    }
+
+    /// The same pass with `2^elems_log` elements a thread (the tables are the same).
+    pub fn with_elems_log(&self, log_n: u32, block_log: u32, elems_log: u32) -> Pass {
+        Pass::shaped(log_n, self.s_lo, self.bits, block_log, elems_log)
+    }
+
     /// Whether the pass ends with (DIF) or starts with (DIT) a multiplication by pass factors.
     pub fn has_factor(&self) -> bool {
         self.s_lo > 0
@@ -117,7 +135,6 @@ impl Plan {
             (MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG).contains(&elems_log),
             "elems_log {elems_log} out of range"
         );
-        let block_log = block_log.min(MAX_THREADS_PER_BLOCK_LOG + elems_log);
         assert!(
             (MAX_PASS_BITS..=BLOCK_ELEMS_LOG).contains(&block_log),
             "block_log {block_log} out of range"
@@ -138,14 +155,7 @@ impl Plan {
         let mut s_hi = log_n;
         for bits in pass_bits(log_n) {
             let s_lo = s_hi - bits;
-            let lines_log = log_n - bits;
-            let log_lines_per_block = block_log.saturating_sub(bits).min(lines_log);
-            passes.push(Pass {
-                s_lo,
-                bits,
-                log_lines_per_block,
-                elems_log,
-            });
+            passes.push(Pass::shaped(log_n, s_lo, bits, block_log, elems_log));
             s_hi = s_lo;
         }
         Ok(Plan { log_n, passes })
@@ -192,6 +202,18 @@ pub fn rounds(bits: u32, elems_log: u32) -> Vec<u32> {
     std::iter::once(elems_log)
         .chain((0..parts).map(|i| q + u32::from(longer(i))))
         .collect()
+}
+
+/// How many elements (log2) a thread of a pass holds by default, measured on an H100
+/// (docs/perf.md, nineteenth session): 4 (more resident warps) except in DIT passes of 9 or
+/// more stages, where 8 a thread do not spill, and 4 would need a radix-2 round and so more
+/// products (3.75 an element against 3.625 for 9 stages).
+pub fn auto_elems_log(bits: u32, dit: bool) -> u32 {
+    if dit && bits >= 9 {
+        ELEMS_PER_THREAD_LOG
+    } else {
+        MIN_ELEMS_PER_THREAD_LOG
+    }
 }
 
 /// Which way a transform goes.
@@ -445,6 +467,25 @@ mod tests {
             Plan::new(29),
             Err(NttError::TooLarge { log_n: 29, max: 28 })
         ));
+    }
+
+    /// A pass reshaped for another thread count is the pass that plan would have, and the
+    /// choice per pass keeps 8 elements a thread only for DIT passes of 9 or more stages.
+    #[test]
+    fn reshaped_passes_match_their_plans() {
+        for (log_n, plan) in all_plans().filter(|(_, p)| p.passes()[0].elems_log == 3) {
+            for b in MAX_PASS_BITS..=BLOCK_ELEMS_LOG {
+                let four = Plan::with_shape(log_n, b, MIN_ELEMS_PER_THREAD_LOG).unwrap();
+                for (p, q) in plan.passes().iter().zip(four.passes()) {
+                    assert_eq!(p.with_elems_log(log_n, b, MIN_ELEMS_PER_THREAD_LOG), *q);
+                    assert!(q.threads_per_block() <= 1 << MAX_THREADS_PER_BLOCK_LOG);
+                }
+            }
+        }
+        assert_eq!(auto_elems_log(9, true), 3);
+        assert_eq!(auto_elems_log(10, true), 3);
+        assert_eq!(auto_elems_log(8, true), 2);
+        assert_eq!(auto_elems_log(9, false), 2);
     }
 
     #[test]

@@ -601,29 +601,27 @@ fn gpu_direct_factor_tables_agree() {
     assert!(run(split) == run(&direct), "groth16_h 2^{log_n}");
 }
 
-/// The pass kernels with 4 elements a thread compute what the default ones do, at sizes with
-/// one, two and three passes (odd pass widths, so radix-2 rounds; passes of 3 stages) and the
-/// Groth16 H step; a shape the kernels do not come in is refused by name.
+/// Every pass with 4 elements a thread, and every pass with 8, computes what the default
+/// choice per pass does (which mixes the two), at sizes with one, two and three passes (odd
+/// pass widths, so radix-2 rounds; passes of 3 stages) and in the Groth16 H step; a shape the
+/// kernels do not come in is refused by name.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_four_elements_a_thread_agree() {
-    let (eight, stream) = engine();
-    let four = NttEngine::new(eight.device()).unwrap();
-    four.set_elems_log(2).unwrap();
+fn gpu_thread_shapes_agree() {
+    let (auto, stream) = engine();
+    let four = NttEngine::new(auto.device()).unwrap();
+    four.set_elems_log(Some(2)).unwrap();
+    let eight = NttEngine::new(auto.device()).unwrap();
+    eight.set_elems_log(Some(3)).unwrap();
     for bad in [1, 4] {
         assert!(matches!(
-            four.set_elems_log(bad),
+            four.set_elems_log(Some(bad)),
             Err(NttError::ElemsPerThread { elems_log, min: 2, max: 3 }) if elems_log == bad
         ));
     }
-    assert_engines_agree(
-        eight,
-        &four,
-        &[3, 4, 5, 9, 10, 11, 12, 13, 17, 20, 21, 23, 24],
-        17,
-        8000,
-        "four elements a thread",
-    );
+    let sizes = [3, 4, 5, 9, 10, 11, 12, 13, 17, 20, 21, 23, 24, 26];
+    assert_engines_agree(auto, &four, &sizes, 17, 8000, "4 elements a thread");
+    assert_engines_agree(auto, &eight, &sizes, 13, 8500, "8 elements a thread");
     let log_n = 22;
     let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(8100 + i, 1 << log_n)).collect();
     let run = |e: &NttEngine| {
@@ -639,5 +637,13 @@ fn gpu_four_elements_a_thread_agree() {
         .unwrap();
         stream.download(&bufs[0]).unwrap()
     };
-    assert!(run(eight) == run(&four), "groth16_h 2^{log_n}");
+    let want = run(auto);
+    assert!(
+        run(&four) == want,
+        "groth16_h 2^{log_n}, 4 elements a thread"
+    );
+    assert!(
+        run(&eight) == want,
+        "groth16_h 2^{log_n}, 8 elements a thread"
+    );
 }

@@ -87,7 +87,8 @@ pub(super) fn smem_bytes_max() -> u32 {
     (32usize << crate::plan::BLOCK_ELEMS_LOG) as u32
 }
 
-/// Launches one pass over up to three vectors; `grid_x` blocks loop over the line groups.
+/// Launches one pass over up to three vectors; `grid_x` blocks loop over the line groups. `p`
+/// is pass `pass_index` of the tables' plan in the shape `kernel` runs (`Pass::elems_log`).
 #[allow(clippy::too_many_arguments)] // The kernel's parameter list, one argument each.
 pub(super) fn pass(
     stream: &Stream,
@@ -95,12 +96,17 @@ pub(super) fn pass(
     vectors: &mut [DeviceViewMut<'_, FrRepr>],
     tables: &DeviceTables,
     pass_index: usize,
+    p: &Pass,
     scale: &ScaleArgs<'_>,
     dummy: &DeviceBuffer<FrRepr>,
     grid_x: u32,
 ) -> Result<(), NttError> {
     let log_n = tables.log_n;
-    let p: &Pass = &tables.passes[pass_index];
+    let planned = &tables.passes[pass_index];
+    assert!(
+        (p.s_lo, p.bits) == (planned.s_lo, planned.bits),
+        "pass {p:?} is not pass {pass_index} of the plan"
+    );
     let t = &tables.pass_tables[pass_index];
     let mut flags = scale.flags;
     let (factor_lo, factor_hi, factor_lo_bits) = match &t.factor {
@@ -141,7 +147,7 @@ pub(super) fn pass(
         .buf(scale.lo)
         .buf(scale.hi)
         .arg(&info);
-    // SAFETY: `cuzk_ntt_{dif,dit}_pass(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots,
+    // SAFETY: `cuzk_ntt_{dif,dit}_pass{,4}(fr_t* v0, fr_t* v1, fr_t* v2, const fr_t* roots,
     // const fr_t* factor_lo, const fr_t* factor_hi, const fr_t* scale_lo, const fr_t* scale_hi,
     // PassInfo info)` gets exactly these arguments, PassInfo with the same C layout. Block y of
     // the grid touches only vector y (gridDim.y = the number of vectors pushed, every one of
@@ -149,9 +155,11 @@ pub(super) fn pass(
     // below num_groups, whose elements are all below 2^log_n by the plan's construction
     // (plan::tests::passes_cover_every_bit_once). Tables are only read, at indices below their
     // lengths: roots below 2^bits, factor and scale exponents split at their tables' sizes
-    // (DeviceTables builds them from the same plan). blockDim is the plan's threads per block
-    // and the dynamic shared memory its block_elems · 32 bytes, within the limit set when the
-    // kernels were loaded.
+    // (DeviceTables builds them from the same plan; `p` is the same pass, checked above, and
+    // its shape only decides how threads share the lines). blockDim is `p`'s threads per
+    // block, at most 256 as every kernel's launch bound, for the elements a thread of `kernel`
+    // holds (the caller picks the kernel by `p.elems_log`), and the dynamic shared memory its
+    // block_elems · 32 bytes, within the limit set when the kernels were loaded.
     unsafe { launch.launch(cfg) }?;
     Ok(())
 }

@@ -25,8 +25,9 @@
 mod launch;
 
 use crate::plan::{
-    Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG, DIRECT_FACTOR_MAX_LOG,
-    ELEMS_PER_THREAD_LOG, MAX_LOG_N, MAX_PASS_BITS, MIN_ELEMS_PER_THREAD_LOG, MIN_LOG_N,
+    auto_elems_log, Direction, Pass, PassTables, Plan, Scale, SplitTable, BLOCK_ELEMS_LOG,
+    DIRECT_FACTOR_MAX_LOG, ELEMS_PER_THREAD_LOG, MAX_LOG_N, MAX_PASS_BITS,
+    MIN_ELEMS_PER_THREAD_LOG, MIN_LOG_N,
 };
 use crate::NttError;
 use cuzk_cuda::{CudaError, Device, DeviceBuffer, DeviceViewMut, Kernel, Stream, Timeline};
@@ -106,9 +107,12 @@ pub enum ArithCode {
     Lazy,
 }
 
+/// `NttEngine::elems_log` when the plan chooses per pass.
+const AUTO_ELEMS: u32 = 0;
+
 /// What a set of twiddle tables is built for: (log_n, direction, block_log, the bound on
-/// directly tabulated pass factors, elements per thread).
-type TablesKey = (u32, Direction, u32, u32, u32);
+/// directly tabulated pass factors).
+type TablesKey = (u32, Direction, u32, u32);
 
 /// NTTs on one device. Cheap to share (`&self` methods, internally locked caches); transforms
 /// are queued on the caller's stream and return without waiting for the device.
@@ -127,7 +131,8 @@ pub struct NttEngine {
     block_log: AtomicU32,
     /// Pass factors of order up to 2^this come from one table (plan::PassTables::with_direct_log).
     direct_factor_log: AtomicU32,
-    /// log2 of the elements each pass thread holds (plan::Plan::with_shape).
+    /// log2 of the elements each pass thread holds (plan::Pass::elems_log), or AUTO_ELEMS for
+    /// plan::auto_elems_log's choice per pass.
     elems_log: AtomicU32,
     /// A one-element buffer passed for table and vector slots a launch does not use.
     dummy: DeviceBuffer<FrRepr>,
@@ -162,7 +167,7 @@ impl NttEngine {
             occupancy: Mutex::new(HashMap::new()),
             block_log: AtomicU32::new(BLOCK_ELEMS_LOG),
             direct_factor_log: AtomicU32::new(DIRECT_FACTOR_MAX_LOG),
-            elems_log: AtomicU32::new(ELEMS_PER_THREAD_LOG),
+            elems_log: AtomicU32::new(AUTO_ELEMS),
             dummy,
         })
     }
@@ -187,20 +192,40 @@ impl NttEngine {
         Ok(())
     }
 
-    /// Chooses how many elements each thread of a pass holds: `2^elems_log`, 3 (the default:
-    /// 8 elements, 128 registers, 16 warps per SM) or 2 (4 elements in about 80 registers, 24
-    /// warps per SM, blocks of at most 2^10 elements, twice the shared-memory exchanges).
-    /// Both compute the same results.
-    pub fn set_elems_log(&self, elems_log: u32) -> Result<(), NttError> {
-        if !(MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG).contains(&elems_log) {
-            return Err(NttError::ElemsPerThread {
-                elems_log,
-                min: MIN_ELEMS_PER_THREAD_LOG,
-                max: ELEMS_PER_THREAD_LOG,
-            });
-        }
-        self.elems_log.store(elems_log, Ordering::Relaxed);
+    /// Chooses how many elements each thread of every pass holds: `Some(3)` (8 elements, 128
+    /// registers, 16 warps per SM), `Some(2)` (4 elements in about 80 registers, 24 warps per
+    /// SM, blocks of at most 2^10 elements, twice the shared-memory exchanges), or `None` (the
+    /// default: [`auto_elems_log`]'s choice per pass). All compute the same results.
+    pub fn set_elems_log(&self, elems_log: Option<u32>) -> Result<(), NttError> {
+        let value = match elems_log {
+            None => AUTO_ELEMS,
+            Some(e) if (MIN_ELEMS_PER_THREAD_LOG..=ELEMS_PER_THREAD_LOG).contains(&e) => e,
+            Some(e) => {
+                return Err(NttError::ElemsPerThread {
+                    elems_log: e,
+                    min: MIN_ELEMS_PER_THREAD_LOG,
+                    max: ELEMS_PER_THREAD_LOG,
+                })
+            }
+        };
+        self.elems_log.store(value, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Pass `p` of a size-`2^log_n` plan in the shape its kernel runs, and that kernel.
+    fn shaped(&self, p: &Pass, log_n: u32, dit: bool) -> (Pass, &Kernel) {
+        let e = match self.elems_log.load(Ordering::Relaxed) {
+            AUTO_ELEMS => auto_elems_log(p.bits, dit),
+            e => e,
+        };
+        let block_log = self.block_log.load(Ordering::Relaxed);
+        let kernel = match (dit, e == ELEMS_PER_THREAD_LOG) {
+            (false, true) => &self.kernels.dif,
+            (false, false) => &self.kernels.dif4,
+            (true, true) => &self.kernels.dit,
+            (true, false) => &self.kernels.dit4,
+        };
+        (p.with_elems_log(log_n, block_log, e), kernel)
     }
 
     /// Chooses up to which order `2^log` pass factors come from one table instead of the
@@ -570,11 +595,7 @@ impl NttEngine {
             } else {
                 self.no_scale()
             };
-            let kernel = if p.elems_log == ELEMS_PER_THREAD_LOG {
-                &self.kernels.dif
-            } else {
-                &self.kernels.dif4
-            };
+            let (p, kernel) = &self.shaped(p, log_n, false);
             let grid = self.grid_x(kernel, false, p)?;
             launch::pass(
                 stream,
@@ -582,6 +603,7 @@ impl NttEngine {
                 vectors,
                 &tables,
                 i,
+                p,
                 &args,
                 &self.dummy,
                 grid,
@@ -639,11 +661,7 @@ impl NttEngine {
             } else {
                 self.no_scale()
             };
-            let kernel = if p.elems_log == ELEMS_PER_THREAD_LOG {
-                &self.kernels.dit
-            } else {
-                &self.kernels.dit4
-            };
+            let (p, kernel) = &self.shaped(p, log_n, true);
             let grid = self.grid_x(kernel, true, p)?;
             launch::pass(
                 stream,
@@ -651,6 +669,7 @@ impl NttEngine {
                 vectors,
                 &tables,
                 i,
+                p,
                 &args,
                 &self.dummy,
                 grid,
@@ -731,12 +750,11 @@ impl NttEngine {
     ) -> Result<Arc<DeviceTables>, NttError> {
         let block_log = self.block_log.load(Ordering::Relaxed);
         let direct_log = self.direct_factor_log.load(Ordering::Relaxed);
-        let elems_log = self.elems_log.load(Ordering::Relaxed);
-        let key = (log_n, direction, block_log, direct_log, elems_log);
+        let key = (log_n, direction, block_log, direct_log);
         if let Some(t) = lock(&self.tables).get(&key) {
             return Ok(t.clone());
         }
-        let plan = Plan::with_shape(log_n, block_log, elems_log)?;
+        let plan = Plan::with_block_log(log_n, block_log)?;
         let mut pass_tables = Vec::new();
         for p in plan.passes() {
             let host = PassTables::with_direct_log(p, direction, direct_log);
