@@ -44,13 +44,10 @@ using cuzk::msm::PairParams;
 
 // LEVEL: `level` or `level_inline`. BOUNDS, in parentheses: threads per block (CURVE_BLOCK in
 // crates/cuzk-msm/src/gpu/launch.rs), and blocks per SM where registers are to be capped.
-// G1 runs uncapped (164 registers: 3 blocks, 12 warps per SM); an image built with
-// CUZK_G1_MIN_BLOCKS=k caps it for k blocks per SM (a variant being measured).
-#ifdef CUZK_G1_MIN_BLOCKS
-CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128, CUZK_G1_MIN_BLOCKS), level)
-#else
+// G1 runs uncapped (164 registers: 3 blocks, 12 warps per SM): capped at 128 registers (16
+// warps) its level kernels spill and the accumulation measured 8-10% slower (docs/perf.md,
+// nineteenth session).
 CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128), level)
-#endif
 // G2 runs on lane pairs: a thread holds half of each Fp2 coordinate, so a point takes the
 // registers of a G1 point, and each Fp2 product costs the pair four Fp products and two
 // reductions. Registers are not capped: on the H200 the unbounded build (about 250 registers,

@@ -462,14 +462,12 @@ __device__ __forceinline__ void bitrev_tiled(fr_t* data, const fr_t* sub, uint32
     }
 CUZK_NTT_PASS(cuzk_ntt_dif_pass, false, 3, 2)
 CUZK_NTT_PASS(cuzk_ntt_dit_pass, true, 3, 2)
-// Four elements a thread (plan::Pass::elems_log = 2): half the registers of a thread, so more
-// warps on every SM (CUZK_NTT4_MIN_BLOCKS blocks of 256 threads, 3 unless the build defines it),
-// for twice the shared-memory exchanges. NttEngine::set_elems_log chooses.
-#ifndef CUZK_NTT4_MIN_BLOCKS
-#define CUZK_NTT4_MIN_BLOCKS 3
-#endif
-CUZK_NTT_PASS(cuzk_ntt_dif_pass4, false, 2, CUZK_NTT4_MIN_BLOCKS)
-CUZK_NTT_PASS(cuzk_ntt_dit_pass4, true, 2, CUZK_NTT4_MIN_BLOCKS)
+// Four elements a thread (plan::Pass::elems_log = 2): about 80 registers, so three blocks of
+// 256 threads (24 warps) on every SM instead of two, for twice the shared-memory exchanges.
+// Four blocks (64 registers) spill and measured no faster (docs/perf.md, nineteenth session).
+// plan::auto_elems_log chooses between the shapes per pass.
+CUZK_NTT_PASS(cuzk_ntt_dif_pass4, false, 2, 3)
+CUZK_NTT_PASS(cuzk_ntt_dit_pass4, true, 2, 3)
 #undef CUZK_NTT_PASS
 
 // Whole transforms of 2 or 4 elements (too short for the pass kernels), one thread per vector,
