@@ -55,19 +55,13 @@ __device__ __forceinline__ fp2_lane_t pmul(const fp2_lane_t& a, const fp2_lane_t
 }
 
 // a·b − c·d, the Y coordinate of the additions and doublings below: two products and a
-// subtraction, or, for Fp in an image built with CUZK_FP_MUL_SUB (being measured before it
-// becomes the default), one Montgomery reduction for both products (`fp_mul_sub_lazy`).
+// subtraction. (One Montgomery reduction for both Fp products measured 2–4% slower in the G1
+// accumulation: more registers, 8 warps per SM instead of 12; docs/perf.md, nineteenth
+// session.)
 template <class F>
 __device__ __forceinline__ F mul_sub(const F& a, const F& b, const F& c, const F& d) {
     return sub(pmul(a, b), pmul(c, d));
 }
-#ifdef CUZK_FP_MUL_SUB
-template <>
-__device__ __forceinline__ fp_t mul_sub<fp_t>(const fp_t& a, const fp_t& b, const fp_t& c,
-                                              const fp_t& d) {
-    return fp_mul_sub_lazy(a, b, c, d);
-}
-#endif
 
 // How the threads of a kernel hold coordinates of field F: `mem` is the coordinate's layout in
 // memory and `count` the threads that share one point. A point of fp2_lane_t is held by a pair

@@ -121,23 +121,6 @@ __device__ __forceinline__ fp2_t mul_lazy(const fp2_t& a, const fp2_t& b) {
     return r;
 }
 
-// a·b − c·d for a, b, c, d < p with one Montgomery reduction instead of two: both products
-// kept as 768-bit integers, their difference made non-negative by adding p·2^384 when it is
-// negative (below p·2^384 either way, as `redc_wide` needs). The same value as
-// sub(mul(a, b), mul(c, d)), fully reduced.
-__device__ __forceinline__ fp_t fp_mul_sub_lazy(fp_t a, fp_t b, fp_t c, fp_t d) {
-    using namespace fp2_lazy;
-    uint32_t ab[2 * N], cd[2 * N];
-    blstrs__fp__Fp_mult_v1(a.val, b.val, ab);
-    blstrs__fp__Fp_mult_v1(c.val, d.val, cd);
-    const uint32_t neg_mask = sub_wide(ab, cd);
-    ab[N] = add_cc(ab[N], blstrs__fp__Fp_P.val[0] & neg_mask);
-#pragma unroll
-    for (int i = 1; i < N - 1; ++i) ab[N + i] = addc_cc(ab[N + i], blstrs__fp__Fp_P.val[i] & neg_mask);
-    ab[2 * N - 1] = addc(ab[2 * N - 1], blstrs__fp__Fp_P.val[N - 1] & neg_mask);
-    return redc_wide(ab);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Carry-chain primitives, each one PTX instruction on the device. On the host they emulate the
 // carry flag, so that the limb arithmetic below can be checked on a machine without a GPU
