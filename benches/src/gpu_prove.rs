@@ -161,8 +161,23 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     let prover = GpuProver::new(device, config)?;
     let t = Instant::now();
     // On the GPU the points stay on the device for the prover when there is no budget to
-    // respect; otherwise (and on the CPU) they are placed by the prover's load.
-    let keep = args.paramgen == "gpu" && budget.is_none();
+    // respect and they fit beside one proof's working set (the query sizes as the circuit
+    // gives them: 96 bytes a G1 point, 192 a G2 one); otherwise (and on the CPU) they are
+    // placed by the prover's load, which streams them when they do not fit.
+    let domain = 1usize << k;
+    let vars = (pce.num_inputs + pce.num_aux) as u64;
+    let query_bytes = 96 * (domain as u64 + pce.num_aux as u64 + 2 * vars) + 192 * vars;
+    let (free, _) = device.memory_info()?;
+    let fits = query_bytes + prover.working_set_bytes(domain)? <= free as u64;
+    if args.paramgen == "gpu" && budget.is_none() && !fits {
+        eprintln!(
+            "2^{k}: the queries ({:.1} GB) and one proof's working set do not fit the device's \
+             {:.1} GB free: parameters placed by the prover",
+            query_bytes as f64 / 1e9,
+            free as f64 / 1e9
+        );
+    }
+    let keep = args.paramgen == "gpu" && budget.is_none() && fits;
     let (pvk, dev_params, paramgen_s, load_s) = if args.paramgen == "gpu" {
         let generated = generate_parameters_gpu_config(
             device,

@@ -288,6 +288,14 @@ impl GpuProver {
         )
     }
 
+    /// Device bytes one proof of domain size `n` needs besides resident parameters: a, b, c,
+    /// the NTT tables and the MSM allowance (what [`GpuProver::load`] reserves room for when
+    /// it decides whether parameters may be resident).
+    pub fn working_set_bytes(&self, n: usize) -> Result<u64> {
+        let (vectors, msm) = self.working_set(n)?;
+        Ok(vectors + msm)
+    }
+
     /// Device bytes of one proof of domain size `n`: (a/b/c and NTT tables, MSM work).
     fn working_set(&self, n: usize) -> Result<(u64, u64)> {
         let log_n = n.trailing_zeros();
