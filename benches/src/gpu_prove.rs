@@ -17,8 +17,8 @@ use cuzk_groth16::{
 };
 use cuzk_mem::{parse_size, Budget};
 use cuzk_prover::{
-    generate_parameters_gpu_config, DeviceParameters, GpuParamgenConfig, GpuProver,
-    GpuProverConfig, PreparedWitness, ProofTimings, Residency,
+    generate_parameters_gpu_config, resident_query_bytes, DeviceParameters, GpuParamgenConfig,
+    GpuProver, GpuProverConfig, PreparedWitness, ProofTimings, Residency,
 };
 use cuzk_synth::synthesize_witness;
 use ff::Field;
@@ -161,14 +161,10 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     let prover = GpuProver::new(device, config)?;
     let t = Instant::now();
     // On the GPU the points stay on the device for the prover when there is no budget to
-    // respect and they fit beside one proof's working set (the query sizes from the circuit's
-    // density: H one point a domain element, L one an aux variable, A and B one a variable
-    // with a nonzero coefficient; 96 bytes a G1 point, 192 a G2 one); otherwise (and on the
-    // CPU) they are placed by the prover's load, which streams them when they do not fit.
+    // respect and they fit beside one proof's working set; otherwise (and on the CPU) they are
+    // placed by the prover's load, which streams them when they do not fit.
     let domain = 1usize << k;
-    let a = (pce.num_inputs + density.a_aux.count_ones()) as u64;
-    let b = (density.b_input.count_ones() + density.b_aux.count_ones()) as u64;
-    let query_bytes = 96 * (domain as u64 + pce.num_aux as u64 + a + b) + 192 * b;
+    let query_bytes = resident_query_bytes(&pce, &density, domain);
     let (free, _) = device.memory_info()?;
     let fits = query_bytes + prover.working_set_bytes(domain)? <= free as u64;
     if args.paramgen == "gpu" && budget.is_none() && !fits {

@@ -556,12 +556,28 @@ fn assert_engines_agree(
     }
 }
 
+/// `e`'s Groth16 H step of the vectors a, b, c (uploaded afresh), downloaded.
+fn groth16_h_of(e: &NttEngine, vecs: &[Vec<FrRepr>]) -> Vec<FrRepr> {
+    let stream = &engine().1;
+    let mut bufs: Vec<DeviceBuffer<FrRepr>> =
+        vecs.iter().map(|v| stream.upload(v).unwrap()).collect();
+    let [a, b, c] = &mut bufs[..] else {
+        unreachable!()
+    };
+    e.groth16_h(
+        stream,
+        &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
+    )
+    .unwrap();
+    stream.download(&bufs[0]).unwrap()
+}
+
 /// Pass factors from one table (any bound) compute the same transforms as from two, and an
 /// impossible bound is refused by name.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_direct_factor_tables_agree() {
-    let (split, stream) = engine();
+    let split = &engine().0;
     let direct = NttEngine::new(split.device()).unwrap();
     direct.set_direct_factor_log(28).unwrap();
     assert!(matches!(
@@ -585,20 +601,10 @@ fn gpu_direct_factor_tables_agree() {
     // The Groth16 H step at 2^22 through direct tables against the default engine.
     let log_n = 22;
     let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(7100 + i, 1 << log_n)).collect();
-    let run = |e: &NttEngine| {
-        let mut bufs: Vec<DeviceBuffer<FrRepr>> =
-            vecs.iter().map(|v| stream.upload(v).unwrap()).collect();
-        let [a, b, c] = &mut bufs[..] else {
-            unreachable!()
-        };
-        e.groth16_h(
-            stream,
-            &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
-        )
-        .unwrap();
-        stream.download(&bufs[0]).unwrap()
-    };
-    assert!(run(split) == run(&direct), "groth16_h 2^{log_n}");
+    assert!(
+        groth16_h_of(split, &vecs) == groth16_h_of(&direct, &vecs),
+        "groth16_h 2^{log_n}"
+    );
 }
 
 /// Every pass with 4 elements a thread, and every pass with 8, computes what the default
@@ -608,7 +614,7 @@ fn gpu_direct_factor_tables_agree() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_thread_shapes_agree() {
-    let (auto, stream) = engine();
+    let auto = &engine().0;
     let four = NttEngine::new(auto.device()).unwrap();
     four.set_elems_log(Some(2)).unwrap();
     let eight = NttEngine::new(auto.device()).unwrap();
@@ -624,26 +630,13 @@ fn gpu_thread_shapes_agree() {
     assert_engines_agree(auto, &eight, &sizes, 13, 8500, "8 elements a thread");
     let log_n = 22;
     let vecs: Vec<Vec<FrRepr>> = (0..3).map(|i| random_reprs(8100 + i, 1 << log_n)).collect();
-    let run = |e: &NttEngine| {
-        let mut bufs: Vec<DeviceBuffer<FrRepr>> =
-            vecs.iter().map(|v| stream.upload(v).unwrap()).collect();
-        let [a, b, c] = &mut bufs[..] else {
-            unreachable!()
-        };
-        e.groth16_h(
-            stream,
-            &mut [a.as_view_mut(), b.as_view_mut(), c.as_view_mut()],
-        )
-        .unwrap();
-        stream.download(&bufs[0]).unwrap()
-    };
-    let want = run(auto);
+    let want = groth16_h_of(auto, &vecs);
     assert!(
-        run(&four) == want,
+        groth16_h_of(&four, &vecs) == want,
         "groth16_h 2^{log_n}, 4 elements a thread"
     );
     assert!(
-        run(&eight) == want,
+        groth16_h_of(&eight, &vecs) == want,
         "groth16_h 2^{log_n}, 8 elements a thread"
     );
 }

@@ -42,6 +42,6 @@ pub use paramgen::{
     generate_parameters_gpu, generate_parameters_gpu_config, generate_parameters_gpu_random,
     DeviceQueries, GpuGenerated, GpuParamgenConfig,
 };
-pub use params::{DeviceParameters, Residency};
+pub use params::{resident_query_bytes, DeviceParameters, Residency};
 pub use prep::{witness_buffer_bytes, PreparedWitness};
 pub use prover::{GpuProver, GpuProverConfig, ProofTimings, Warmed};

@@ -10,6 +10,7 @@ use cuzk_groth16::{PreparedParameters, VerifyingKey};
 use cuzk_mem::{Budget, Reservation};
 use cuzk_msm::gpu::Bases;
 use cuzk_msm::{MsmCurve, G1, G2};
+use cuzk_synth::{Density, Pce};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -62,6 +63,22 @@ impl fmt::Debug for DeviceParameters {
             .field("bytes", &self.bytes())
             .finish()
     }
+}
+
+/// Device bytes the queries of parameters for the circuit of `pce` (with `density`, on a
+/// domain of `domain` points) take when resident: what [`DeviceParameters::bytes`] reports
+/// once they exist, with the query sizes the prover checks them against (H one point a domain
+/// element but one, L one an aux variable, A and B one a variable they use).
+pub fn resident_query_bytes(pce: &Pce, density: &Density, domain: usize) -> u64 {
+    let b = density.b_input.count_ones() + density.b_aux.count_ones();
+    query_bytes(&Shape {
+        ic: pce.num_inputs,
+        h: domain.saturating_sub(1),
+        l: pce.num_aux,
+        a: pce.num_inputs + density.a_aux.count_ones(),
+        b_g1: b,
+        b_g2: b,
+    })
 }
 
 /// Device bytes of the five queries (H padded by one point).
@@ -233,5 +250,29 @@ impl Error {
     /// The error for device-resident parameters used on another device.
     pub(crate) fn wrong_device(params: usize, prover: usize) -> Error {
         Error::WrongDevice { params, prover }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_circuits::SyntheticPoRep;
+    use rand_chacha::rand_core::SeedableRng;
+
+    /// The estimate from a circuit is the byte count of the parameters made for it.
+    #[test]
+    fn resident_query_bytes_match_the_generated_parameters() {
+        for n in [(1 << 10) - 2, 300] {
+            let pce = SyntheticPoRep::new(n, 1).pce();
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(n as u64);
+            let params = cuzk_groth16::generate_parameters(&pce, &mut rng).unwrap();
+            let prepared = PreparedParameters::from(params);
+            let domain = prepared.h().len() + 1;
+            assert_eq!(
+                resident_query_bytes(&pce, &pce.density(), domain),
+                query_bytes(&Shape::of(&prepared)),
+                "synthetic PoRep of {n} constraints"
+            );
+        }
     }
 }
