@@ -244,7 +244,16 @@ fn arithmetic(device: &Device, engine: &NttEngine, stream: &Stream, args: &Args)
         (ArithOp::Sub, "sub"),
     ] {
         // Lazy: the passes' form, values below 2r between operations (these inputs are below r).
-        for code in [ArithCode::Ntt, ArithCode::Lazy, ArithCode::Generic] {
+        // Fp64: the lazily reduced product on the FP64 pipe (kernels/field/fr_f64.cuh).
+        for code in [
+            ArithCode::Ntt,
+            ArithCode::Lazy,
+            ArithCode::Fp64,
+            ArithCode::Generic,
+        ] {
+            if code == ArithCode::Fp64 && op != ArithOp::Mul {
+                continue; // Lazy's sums and differences
+            }
             let t = time_device(device, stream, 5, |_| {
                 Ok(engine.arith(stream, (op, code), &a, &b, &mut out, iters)?)
             })?;
@@ -254,7 +263,7 @@ fn arithmetic(device: &Device, engine: &NttEngine, stream: &Stream, args: &Args)
                 per_s / 1e9,
                 ms(t)
             );
-            if op == ArithOp::Mul {
+            if op == ArithOp::Mul && code != ArithCode::Fp64 {
                 // 224 multiply-adds per product: the share of the 16.7·10^12/s integer rate.
                 eprintln!(
                     "      = {:.0}% of the multiply-add rate at 224 per product",

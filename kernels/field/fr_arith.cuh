@@ -14,6 +14,7 @@
 #pragma once
 
 #include "field/bls12_381.cuh"
+#include "field/fr_f64.cuh"
 #include "field/fr_mont.cuh"
 
 namespace cuzk {
@@ -265,8 +266,19 @@ __device__ __noinline__ fr_t mul_lazy_call(const fr_t w, const fr_t v) {
     return out;
 }
 #endif
+// mul_lazy's result by the FP64 pipe (fr_f64.cuh): the same value for the same inputs.
+__device__ __forceinline__ fr_t mul_lazy_f64(const fr_t& w, const fr_t& v) {
+    fr_t out;
+    f64::mul_2r(out.val, w.val, v.val);
+    return out;
+}
+
+// With CUZK_FR_MUL_F64 (a variant image for GPUs with full-rate FP64: sm_80, sm_90) every
+// lazily reduced product, the NTT passes' included, runs on the FP64 pipe.
 __device__ __forceinline__ fr_t mul_lazy(const fr_t& w, const fr_t& v) {
-#ifdef CUZK_FR_MUL_NOINLINE
+#if defined(CUZK_FR_MUL_F64)
+    return mul_lazy_f64(w, v);
+#elif defined(CUZK_FR_MUL_NOINLINE)
     return mul_lazy_call(w, v);
 #else
     fr_t out;

@@ -540,7 +540,8 @@ extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_h_finish_tiled(fr_t* 
 // Checks and measures the NTT's arithmetic: out[i] = a[i]·b[i] (or a[i]+b[i], a[i]-b[i]) by the
 // specialised code (which = 0..2), by the generic field code (which = 3..5), by the lazily
 // reduced code of the passes (which = 7..9: a[i] and, for the sum and difference, b[i] below 2r,
-// the result reduced at the end), or (which = 6) a·b by the earlier per-round-fold multiply,
+// the result reduced at the end), by the lazily reduced product on the FP64 pipe (which = 10,
+// fr_f64.cuh; same operand bounds), or (which = 6) a·b by the earlier per-round-fold multiply,
 // mont_mul_folded; repeated `iters` times as x ← x∘b[i] so that a timed run is dominated by the
 // arithmetic.
 extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* b, uint64_t n,
@@ -561,7 +562,8 @@ extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* 
                 case 6: x = mont_mul_folded(x, y); break;
                 case 7: x = mul_lazy(y, x); break;
                 case 8: x = add_2r(x, y); break;
-                default: x = sub_2r(x, y); break;
+                case 9: x = sub_2r(x, y); break;
+                default: x = cuzk::fr::mul_lazy_f64(y, x); break;
             }
         }
         store_global(out + i, which >= 7 ? reduce(x) : x);

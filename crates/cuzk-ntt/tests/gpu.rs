@@ -132,7 +132,12 @@ fn gpu_arith_matches_blstrs() {
     let da_lifted = stream.upload(&lift_alternate(&to_reprs(&a))).unwrap();
     let db_lifted = stream.upload(&lift_alternate(&to_reprs(&b))).unwrap();
     let mut out = stream.alloc::<FrRepr>(a.len()).unwrap();
-    for code in [ArithCode::Ntt, ArithCode::Generic, ArithCode::Lazy] {
+    for code in [
+        ArithCode::Ntt,
+        ArithCode::Generic,
+        ArithCode::Lazy,
+        ArithCode::Fp64,
+    ] {
         for (op, iters) in [
             (ArithOp::Mul, 1),
             (ArithOp::Mul, 3),
@@ -140,8 +145,8 @@ fn gpu_arith_matches_blstrs() {
             (ArithOp::Sub, 2),
         ] {
             let (x, y) = match (code, op) {
-                (ArithCode::Lazy, ArithOp::Mul) => (&da_lifted, &db),
-                (ArithCode::Lazy, _) => (&da_lifted, &db_lifted),
+                (ArithCode::Lazy | ArithCode::Fp64, ArithOp::Mul) => (&da_lifted, &db),
+                (ArithCode::Lazy | ArithCode::Fp64, _) => (&da_lifted, &db_lifted),
                 _ => (&da, &db),
             };
             engine

@@ -105,6 +105,10 @@ pub enum ArithCode {
     /// `sub_2r`): `a` below 2r, `b` below r for the product and below 2r otherwise, every
     /// intermediate below 2r, the result reduced.
     Lazy,
+    /// [`ArithCode::Lazy`] with the product on the FP64 pipe (kernels/field/fr_f64.cuh: five
+    /// 52-bit limbs split by fused multiply-adds); sums and differences are `Lazy`'s. Fast only
+    /// on GPUs with full-rate FP64 (sm_80, sm_90).
+    Fp64,
 }
 
 /// `NttEngine::elems_log` when the plan chooses per pass.
@@ -488,6 +492,9 @@ impl NttEngine {
             (ArithOp::Mul, ArithCode::Lazy) => 7,
             (ArithOp::Add, ArithCode::Lazy) => 8,
             (ArithOp::Sub, ArithCode::Lazy) => 9,
+            (ArithOp::Mul, ArithCode::Fp64) => 10,
+            (ArithOp::Add, ArithCode::Fp64) => 8,
+            (ArithOp::Sub, ArithCode::Fp64) => 9,
         };
         launch::arith(
             stream,

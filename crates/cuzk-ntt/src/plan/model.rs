@@ -595,3 +595,5 @@ mod montgomery {
         }
     }
 }
+
+mod fp64;
