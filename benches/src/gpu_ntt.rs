@@ -244,26 +244,34 @@ fn arithmetic(device: &Device, engine: &NttEngine, stream: &Stream, args: &Args)
         (ArithOp::Sub, "sub"),
     ] {
         // Lazy: the passes' form, values below 2r between operations (these inputs are below r).
-        // Fp64: the lazily reduced product on the FP64 pipe (kernels/field/fr_f64.cuh).
+        // Fp64: the lazily reduced product on the FP64 pipe (kernels/field/fr_f64.cuh); the
+        // `Twice` codes and LazyAndFp64 run two independent chains a thread.
         for code in [
             ArithCode::Ntt,
             ArithCode::Lazy,
             ArithCode::Fp64,
+            ArithCode::Fp64Split,
+            ArithCode::LazyTwice,
+            ArithCode::Fp64Twice,
+            ArithCode::LazyAndFp64,
             ArithCode::Generic,
         ] {
-            if code == ArithCode::Fp64 && op != ArithOp::Mul {
+            let product_only =
+                !matches!(code, ArithCode::Ntt | ArithCode::Lazy | ArithCode::Generic);
+            if product_only && op != ArithOp::Mul {
                 continue; // Lazy's sums and differences
             }
             let t = time_device(device, stream, 5, |_| {
                 Ok(engine.arith(stream, (op, code), &a, &b, &mut out, iters)?)
             })?;
-            let per_s = (n as f64 * iters as f64) / t.as_secs_f64();
+            let products = n as f64 * iters as f64 * code.products_per_iter() as f64;
+            let per_s = products / t.as_secs_f64();
             eprintln!(
                 "    Fr {label} ({code:?}): {:.1} G/s ({} ms for {n} x {iters})",
                 per_s / 1e9,
                 ms(t)
             );
-            if op == ArithOp::Mul && code != ArithCode::Fp64 {
+            if op == ArithOp::Mul && !product_only {
                 // 224 multiply-adds per product: the share of the 16.7·10^12/s integer rate.
                 eprintln!(
                     "      = {:.0}% of the multiply-add rate at 224 per product",

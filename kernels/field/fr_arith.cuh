@@ -266,6 +266,13 @@ __device__ __noinline__ fr_t mul_lazy_call(const fr_t w, const fr_t v) {
     return out;
 }
 #endif
+// mul_lazy's result by the integer pipes (fr_mont.cuh), whatever the image's default.
+__device__ __forceinline__ fr_t mul_lazy_u32(const fr_t& w, const fr_t& v) {
+    fr_t out;
+    mont::mul_2r(out.val, w.val, v.val);
+    return out;
+}
+
 // mul_lazy's result by the FP64 pipe (fr_f64.cuh): the same value for the same inputs.
 __device__ __forceinline__ fr_t mul_lazy_f64(const fr_t& w, const fr_t& v) {
     fr_t out;

@@ -127,10 +127,9 @@ CUZK_F64_FN void mad(uint64_t& lo, uint64_t& hi, double x, double y) {
 // The quotient digit for column c: −c·r^-1 mod 2^bits (r^-1 ≡ 1 + 2^32 mod 2^52).
 CUZK_F64_FN double digit(uint64_t c, uint64_t mask) { return limb((0 - (c + (c << 32))) & mask); }
 
-// a·b·2^-256 mod r, below 2r, for a < r and b < 2r (fr_mont.cuh's mont::mul_2r).
-CUZK_F64_FN void mul_2r(uint32_t out[8], const uint32_t a[8], const uint32_t b[8]) {
-    double x[5], y[5];
-    split(x, a);
+// mul_2r with a already split into limbs (`split`): what a table of limbs would save.
+CUZK_F64_FN void mul_2r_limbs(uint32_t out[8], const double x[5], const uint32_t b[8]) {
+    double y[5];
     split(y, b);
     uint64_t c[10];
 #pragma unroll
@@ -168,6 +167,13 @@ CUZK_F64_FN void mul_2r(uint32_t out[8], const uint32_t a[8], const uint32_t b[8
     out[5] = (uint32_t)(w2 >> 32);
     out[6] = (uint32_t)w3;
     out[7] = (uint32_t)(w3 >> 32);
+}
+
+// a·b·2^-256 mod r, below 2r, for a < r and b < 2r (fr_mont.cuh's mont::mul_2r).
+CUZK_F64_FN void mul_2r(uint32_t out[8], const uint32_t a[8], const uint32_t b[8]) {
+    double x[5];
+    split(x, a);
+    mul_2r_limbs(out, x, b);
 }
 
 #undef CUZK_F64_FN

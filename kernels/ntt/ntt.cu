@@ -543,13 +543,57 @@ extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_h_finish_tiled(fr_t* 
 // the result reduced at the end), by the lazily reduced product on the FP64 pipe (which = 10,
 // fr_f64.cuh; same operand bounds), or (which = 6) a·b by the earlier per-round-fold multiply,
 // mont_mul_folded; repeated `iters` times as x ← x∘b[i] so that a timed run is dominated by the
-// arithmetic.
+// arithmetic. which = 11..13 run two independent chains of lazily reduced products a thread
+// from the same start (11: both on the integer pipes, 12: both on the FP64 pipe, 13: one of
+// each), to measure what more independent work a thread, or both pipes at once, give; the two
+// results must agree, and a disagreement stores limbs that are no field element. which = 14 is
+// which = 10 with b[i] split into the FP64 limbs once, outside the loop.
 extern "C" __global__ void cuzk_ntt_arith(fr_t* out, const fr_t* a, const fr_t* b, uint64_t n,
                                           uint32_t which, uint32_t iters) {
     using namespace cuzk::ntt;
     for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count()) {
         fr_t x = load_global(a + i);
         const fr_t y = load_global(b + i);
+        if (which == 14) {
+            // mul_lazy_f64 with b[i] split into limbs once (as a table of limbs would give).
+            double w[5];
+            cuzk::fr::f64::split(w, y.val);
+#pragma unroll 1
+            for (uint32_t it = 0; it < iters; ++it) {
+                fr_t t;
+                cuzk::fr::f64::mul_2r_limbs(t.val, w, x.val);
+                x = t;
+            }
+            store_global(out + i, reduce(x));
+            continue;
+        }
+        if (which >= 11) {
+            fr_t z = x;
+#pragma unroll 1
+            for (uint32_t it = 0; it < iters; ++it) {
+                if (which == 11) {
+                    x = cuzk::fr::mul_lazy_u32(y, x);
+                    z = cuzk::fr::mul_lazy_u32(y, z);
+                } else if (which == 12) {
+                    x = cuzk::fr::mul_lazy_f64(y, x);
+                    z = cuzk::fr::mul_lazy_f64(y, z);
+                } else {
+                    x = cuzk::fr::mul_lazy_u32(y, x);
+                    z = cuzk::fr::mul_lazy_f64(y, z);
+                }
+            }
+            x = reduce(x);
+            z = reduce(z);
+            uint32_t differ = 0;
+#pragma unroll
+            for (int l = 0; l < 8; ++l) differ |= x.val[l] ^ z.val[l];
+            if (differ != 0) {
+#pragma unroll
+                for (int l = 0; l < 8; ++l) x.val[l] = 0xffffffffu;
+            }
+            store_global(out + i, x);
+            continue;
+        }
 #pragma unroll 1
         for (uint32_t it = 0; it < iters; ++it) {
             switch (which) {

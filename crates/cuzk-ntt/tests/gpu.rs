@@ -137,17 +137,22 @@ fn gpu_arith_matches_blstrs() {
         ArithCode::Generic,
         ArithCode::Lazy,
         ArithCode::Fp64,
+        ArithCode::Fp64Split,
+        ArithCode::LazyTwice,
+        ArithCode::Fp64Twice,
+        ArithCode::LazyAndFp64,
     ] {
+        let lazy = !matches!(code, ArithCode::Ntt | ArithCode::Generic);
         for (op, iters) in [
             (ArithOp::Mul, 1),
             (ArithOp::Mul, 3),
             (ArithOp::Add, 2),
             (ArithOp::Sub, 2),
         ] {
-            let (x, y) = match (code, op) {
-                (ArithCode::Lazy | ArithCode::Fp64, ArithOp::Mul) => (&da_lifted, &db),
-                (ArithCode::Lazy | ArithCode::Fp64, _) => (&da_lifted, &db_lifted),
-                _ => (&da, &db),
+            let (x, y) = match (lazy, op) {
+                (true, ArithOp::Mul) => (&da_lifted, &db),
+                (true, _) => (&da_lifted, &db_lifted),
+                (false, _) => (&da, &db),
             };
             engine
                 .arith(stream, (op, code), x, y, &mut out, iters)

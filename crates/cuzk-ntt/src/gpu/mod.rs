@@ -109,6 +109,27 @@ pub enum ArithCode {
     /// 52-bit limbs split by fused multiply-adds); sums and differences are `Lazy`'s. Fast only
     /// on GPUs with full-rate FP64 (sm_80, sm_90).
     Fp64,
+    /// Two independent chains of [`ArithCode::Lazy`] products a thread (a measure of what more
+    /// independent work a thread gives); sums and differences are `Lazy`'s.
+    LazyTwice,
+    /// Two independent chains of [`ArithCode::Fp64`] products a thread.
+    Fp64Twice,
+    /// One chain of [`ArithCode::Lazy`] and one of [`ArithCode::Fp64`] products a thread: both
+    /// pipes at once.
+    LazyAndFp64,
+    /// [`ArithCode::Fp64`] with `b` split into the FP64 limbs once, outside the chain: what
+    /// twiddle tables held as limbs would save.
+    Fp64Split,
+}
+
+impl ArithCode {
+    /// Products a thread computes for each of `arith`'s `iters`.
+    pub fn products_per_iter(self) -> u32 {
+        match self {
+            ArithCode::LazyTwice | ArithCode::Fp64Twice | ArithCode::LazyAndFp64 => 2,
+            _ => 1,
+        }
+    }
 }
 
 /// `NttEngine::elems_log` when the plan chooses per pass.
@@ -493,8 +514,26 @@ impl NttEngine {
             (ArithOp::Add, ArithCode::Lazy) => 8,
             (ArithOp::Sub, ArithCode::Lazy) => 9,
             (ArithOp::Mul, ArithCode::Fp64) => 10,
-            (ArithOp::Add, ArithCode::Fp64) => 8,
-            (ArithOp::Sub, ArithCode::Fp64) => 9,
+            (ArithOp::Mul, ArithCode::LazyTwice) => 11,
+            (ArithOp::Mul, ArithCode::Fp64Twice) => 12,
+            (ArithOp::Mul, ArithCode::LazyAndFp64) => 13,
+            (ArithOp::Mul, ArithCode::Fp64Split) => 14,
+            (
+                ArithOp::Add,
+                ArithCode::Fp64
+                | ArithCode::Fp64Split
+                | ArithCode::LazyTwice
+                | ArithCode::Fp64Twice
+                | ArithCode::LazyAndFp64,
+            ) => 8,
+            (
+                ArithOp::Sub,
+                ArithCode::Fp64
+                | ArithCode::Fp64Split
+                | ArithCode::LazyTwice
+                | ArithCode::Fp64Twice
+                | ArithCode::LazyAndFp64,
+            ) => 9,
         };
         launch::arith(
             stream,
