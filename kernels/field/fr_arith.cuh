@@ -280,12 +280,8 @@ __device__ __forceinline__ fr_t mul_lazy_f64(const fr_t& w, const fr_t& v) {
     return out;
 }
 
-// With CUZK_FR_MUL_F64 (a variant image for GPUs with full-rate FP64: sm_80, sm_90) every
-// lazily reduced product, the NTT passes' included, runs on the FP64 pipe.
 __device__ __forceinline__ fr_t mul_lazy(const fr_t& w, const fr_t& v) {
-#if defined(CUZK_FR_MUL_F64)
-    return mul_lazy_f64(w, v);
-#elif defined(CUZK_FR_MUL_NOINLINE)
+#ifdef CUZK_FR_MUL_NOINLINE
     return mul_lazy_call(w, v);
 #else
     fr_t out;

@@ -1,9 +1,9 @@
 //! Montgomery multiplication in Fr on the FP64 pipe: a second form of fr_mont.cuh's `mul_2r`,
 //! same inputs, same result (a·b·2^-256 mod r, below 2r, for a < r and b < 2r).
 //!
-//! fr_mont.cuh's form issues 224 32-bit multiply-adds and about 200 carry additions a product,
-//! and the integer multiply pipe is the NTT's limit. This form moves the multiplications to the
-//! double-precision pipe, which a GPU with full-rate FP64 (sm_80, sm_90) runs beside it:
+//! fr_mont.cuh's form issues 224 32-bit multiply-adds and about 200 carry additions a product.
+//! This form moves the multiplications to the double-precision pipe, which a GPU with
+//! full-rate FP64 (sm_80, sm_90) runs beside the integer ones:
 //!
 //! - Operands are split into five 52-bit limbs held as exact doubles (the last one 48 bits).
 //! - A 52×52-bit product p < 2^104 is split exactly by two fused multiply-adds: h =
@@ -17,7 +17,11 @@
 //!   52-bit digits and a last 48-bit one, so that R stays 2^256. r ≡ 1 − 2^32 (mod 2^52) makes
 //!   the quotient digit m = −c·(1 + 2^32) mod 2^52 from the column c, with no multiplication.
 //!
-//! 25 + 25 limb products: 155 FP64 instructions and about 180 integer ones a product.
+//! 25 + 25 limb products: 166 FP64 instructions and about 180 integer ones a product (sm_90).
+//! Measured on an H200 (docs/perf.md, twentieth session): 51.9 G products/s against 50.8 for
+//! fr_mont.cuh's, 8% more with one operand already in limbs, and 8–12% more than two chains of
+//! either when one chain of each runs per thread; inside the NTT passes, all or half of their
+//! products in this form measured 4–18% slower (registers), so the passes keep fr_mont.cuh's.
 //! Every helper runs on the host as well (the FP64 operations emulated exactly with 128-bit
 //! integers), so that the algorithm can be checked on a CPU against `mont::mul_2r`.
 #pragma once
