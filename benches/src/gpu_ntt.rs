@@ -246,16 +246,7 @@ fn arithmetic(device: &Device, engine: &NttEngine, stream: &Stream, args: &Args)
         // Lazy: the passes' form, values below 2r between operations (these inputs are below r).
         // Fp64: the lazily reduced product on the FP64 pipe (kernels/field/fr_f64.cuh); the
         // `Twice` codes and LazyAndFp64 run two independent chains a thread.
-        for code in [
-            ArithCode::Ntt,
-            ArithCode::Lazy,
-            ArithCode::Fp64,
-            ArithCode::Fp64Split,
-            ArithCode::LazyTwice,
-            ArithCode::Fp64Twice,
-            ArithCode::LazyAndFp64,
-            ArithCode::Generic,
-        ] {
+        for code in ArithCode::ALL {
             let product_only =
                 !matches!(code, ArithCode::Ntt | ArithCode::Lazy | ArithCode::Generic);
             if product_only && op != ArithOp::Mul {

@@ -132,16 +132,7 @@ fn gpu_arith_matches_blstrs() {
     let da_lifted = stream.upload(&lift_alternate(&to_reprs(&a))).unwrap();
     let db_lifted = stream.upload(&lift_alternate(&to_reprs(&b))).unwrap();
     let mut out = stream.alloc::<FrRepr>(a.len()).unwrap();
-    for code in [
-        ArithCode::Ntt,
-        ArithCode::Generic,
-        ArithCode::Lazy,
-        ArithCode::Fp64,
-        ArithCode::Fp64Split,
-        ArithCode::LazyTwice,
-        ArithCode::Fp64Twice,
-        ArithCode::LazyAndFp64,
-    ] {
+    for code in ArithCode::ALL {
         let lazy = !matches!(code, ArithCode::Ntt | ArithCode::Generic);
         for (op, iters) in [
             (ArithOp::Mul, 1),

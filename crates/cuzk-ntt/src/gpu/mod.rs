@@ -123,6 +123,18 @@ pub enum ArithCode {
 }
 
 impl ArithCode {
+    /// Every code, in the order `cuzk-bench ntt` measures them.
+    pub const ALL: [ArithCode; 8] = [
+        ArithCode::Ntt,
+        ArithCode::Lazy,
+        ArithCode::Fp64,
+        ArithCode::Fp64Split,
+        ArithCode::LazyTwice,
+        ArithCode::Fp64Twice,
+        ArithCode::LazyAndFp64,
+        ArithCode::Generic,
+    ];
+
     /// Products a thread computes for each of `arith`'s `iters`.
     pub fn products_per_iter(self) -> u32 {
         match self {

@@ -460,6 +460,7 @@ fn model_h_step_divides_exactly_when_c_is_a_times_b() {
 /// r ≡ 1 (mod 2^32) and on r's second limb being 2^32 − 1, which replace three of every round's
 /// multiplications by additions.
 mod montgomery {
+    use super::limbs32;
     use crate::plan::*;
     use cuzk_field::consts::FR_MODULUS;
     use proptest::prelude::*;
@@ -479,15 +480,6 @@ mod montgomery {
         fn mad_hi(&mut self, a: u32, b: u32, c: u32, carry_in: bool) -> u32 {
             self.add(((a as u64 * b as u64) >> 32) as u32, c, carry_in)
         }
-    }
-
-    fn limbs32(x: [u64; 4]) -> [u32; 8] {
-        let mut out = [0u32; 8];
-        for i in 0..4 {
-            out[2 * i] = x[i] as u32;
-            out[2 * i + 1] = (x[i] >> 32) as u32;
-        }
-        out
     }
 
     fn fr_mul(a: [u32; 8], b: [u32; 8]) -> [u32; 8] {
@@ -594,6 +586,16 @@ mod montgomery {
             }
         }
     }
+}
+
+/// Four 64-bit limbs as the kernels' eight 32-bit ones (the product models' operands).
+fn limbs32(x: [u64; 4]) -> [u32; 8] {
+    let mut out = [0u32; 8];
+    for i in 0..4 {
+        out[2 * i] = x[i] as u32;
+        out[2 * i + 1] = (x[i] >> 32) as u32;
+    }
+    out
 }
 
 mod fp64;

@@ -5,6 +5,7 @@
 //! columns of bit patterns with their exponent bits removed per column, and the digit-serial
 //! reduction whose quotient digits need no multiplication.
 
+use super::limbs32;
 use crate::plan::*;
 use cuzk_field::consts::FR_MODULUS;
 use proptest::prelude::*;
@@ -150,15 +151,6 @@ fn mul_2r(a: [u32; 8], b: [u32; 8]) -> [u32; 8] {
     for (i, wi) in w.iter().enumerate() {
         out[2 * i] = *wi as u32;
         out[2 * i + 1] = (wi >> 32) as u32;
-    }
-    out
-}
-
-fn limbs32(x: [u64; 4]) -> [u32; 8] {
-    let mut out = [0u32; 8];
-    for i in 0..4 {
-        out[2 * i] = x[i] as u32;
-        out[2 * i + 1] = (x[i] >> 32) as u32;
     }
     out
 }
