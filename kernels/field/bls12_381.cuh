@@ -17,11 +17,6 @@ namespace cuzk {
 // Thin overloads over the generated functions, so that templated kernel code (NTT over fr_t,
 // curve code over fp_t or fp2_t) is written once for every field.
 #define CUZK_PRIME_FIELD_OPS(T, G)                                                         \
-    __device__ __forceinline__ T add(T a, T b) { return G##_add(a, b); }                   \
-    __device__ __forceinline__ T sub(T a, T b) { return G##_sub(a, b); }                   \
-    __device__ __forceinline__ T mul(T a, T b) { return G##_mul(a, b); }                   \
-    __device__ __forceinline__ T sqr(T a) { return G##_sqr(a); }                           \
-    __device__ __forceinline__ T dbl(T a) { return G##_double(a); }                        \
     __device__ __forceinline__ bool eq(T a, T b) { return G##_eq(a, b); }                  \
     __device__ __forceinline__ T pow(T a, uint32_t e) { return G##_pow(a, e); }            \
     __device__ __forceinline__ T to_mont(T a) { return G##_mont(a); }                      \
@@ -37,6 +32,18 @@ template <class F> __device__ F modulus();
 CUZK_PRIME_FIELD_OPS(fr_t, blstrs__scalar__Scalar)
 CUZK_PRIME_FIELD_OPS(fp_t, blstrs__fp__Fp)
 #undef CUZK_PRIME_FIELD_OPS
+
+__device__ __forceinline__ fr_t add(fr_t a, fr_t b) { return blstrs__scalar__Scalar_add(a, b); }
+__device__ __forceinline__ fr_t sub(fr_t a, fr_t b) { return blstrs__scalar__Scalar_sub(a, b); }
+__device__ __forceinline__ fr_t dbl(fr_t a) { return blstrs__scalar__Scalar_double(a); }
+__device__ __forceinline__ fr_t mul(fr_t a, fr_t b) { return blstrs__scalar__Scalar_mul(a, b); }
+__device__ __forceinline__ fr_t sqr(fr_t a) { return blstrs__scalar__Scalar_sqr(a); }
+#ifndef CUZK_FP_LIMBS_ADD
+__device__ __forceinline__ fp_t add(fp_t a, fp_t b) { return blstrs__fp__Fp_add(a, b); }
+__device__ __forceinline__ fp_t sub(fp_t a, fp_t b) { return blstrs__fp__Fp_sub(a, b); }
+__device__ __forceinline__ fp_t dbl(fp_t a) { return blstrs__fp__Fp_double(a); }
+#endif
+// Fp's `mul` and `sqr` follow the fp_limbs namespace below.
 
 template <> __device__ __forceinline__ fp2_t zero<fp2_t>() { return blstrs__fp2__Fp2_ZERO; }
 template <> __device__ __forceinline__ fp2_t one<fp2_t>() { return blstrs__fp2__Fp2_ONE; }
@@ -415,6 +422,33 @@ __host__ __device__ __forceinline__ void fp2_sqr_half(uint32_t r[N], const uint3
 }
 
 }  // namespace fp_limbs
+
+// Every Fp product of the curve code (G1's accumulation, bucket sums, pair levels) runs on
+// `fp_limbs::mul` (CIOS, 13 limbs of accumulator) rather than the generated field code's
+// double-width product and separate reduction (a 384-byte stack frame in the G1 level
+// kernel): the G1 accumulation measured 7–9% faster at 2^24–2^27 (docs/perf.md,
+// twenty-first session).
+__device__ __forceinline__ fp_t mul(fp_t a, fp_t b) {
+    fp_t r;
+    fp_limbs::mul(r.val, a.val, b.val);
+    return r;
+}
+__device__ __forceinline__ fp_t sqr(fp_t a) { return mul(a, a); }
+#ifdef CUZK_FP_LIMBS_ADD
+// Branch-free Fp sums (the generated ones compare limb by limb with early exits, which
+// diverge a warp whose lanes hold different values).
+__device__ __forceinline__ fp_t add(fp_t a, fp_t b) {
+    fp_t r;
+    fp_limbs::add_mod(r.val, a.val, b.val);
+    return r;
+}
+__device__ __forceinline__ fp_t sub(fp_t a, fp_t b) {
+    fp_t r;
+    fp_limbs::sub_mod(r.val, a.val, b.val);
+    return r;
+}
+__device__ __forceinline__ fp_t dbl(fp_t a) { return add(a, a); }
+#endif
 
 // An Fp2 element split over two adjacent threads: lane 2k of a warp holds c0 and lane 2k + 1
 // holds c1 of the same element. Each lane keeps 12 limbs per coordinate instead of 24, so G2

@@ -44,10 +44,16 @@ using cuzk::msm::PairParams;
 
 // LEVEL: `level` or `level_inline`. BOUNDS, in parentheses: threads per block (CURVE_BLOCK in
 // crates/cuzk-msm/src/gpu/launch.rs), and blocks per SM where registers are to be capped.
-// G1 runs uncapped (164 registers: 3 blocks, 12 warps per SM): capped at 128 registers (16
-// warps) its level kernels spill and the accumulation measured 8-10% slower (docs/perf.md,
-// nineteenth session).
+// G1 runs uncapped: 184 registers with the CIOS Fp product, 2 blocks (8 warps) per SM. With
+// the generated product it held 164 (12 warps), and capped at 128 registers (16 warps) its
+// level kernels spilled and measured 8-10% slower (docs/perf.md, nineteenth session). An image
+// built with CUZK_G1_MIN_BLOCKS=k caps them for k blocks (a variant to measure: 3 fits in 168
+// registers, 4 in 128, neither spilling in the level kernels).
+#ifdef CUZK_G1_MIN_BLOCKS
+CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128, CUZK_G1_MIN_BLOCKS), level)
+#else
 CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128), level)
+#endif
 // G2 runs on lane pairs: a thread holds half of each Fp2 coordinate, so a point takes the
 // registers of a G1 point, and each Fp2 product costs the pair four Fp products and two
 // reductions. Registers are not capped: on the H200 the unbounded build (about 250 registers,
