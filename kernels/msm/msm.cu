@@ -45,15 +45,11 @@ using cuzk::msm::PairParams;
 // LEVEL: `level` or `level_inline`. BOUNDS, in parentheses: threads per block (CURVE_BLOCK in
 // crates/cuzk-msm/src/gpu/launch.rs), and blocks per SM where registers are to be capped.
 // G1 runs uncapped: 184 registers with the CIOS Fp product, 2 blocks (8 warps) per SM. With
-// the generated product it held 164 (12 warps), and capped at 128 registers (16 warps) its
-// level kernels spilled and measured 8-10% slower (docs/perf.md, nineteenth session). An image
-// built with CUZK_G1_MIN_BLOCKS=k caps them for k blocks (a variant to measure: 3 fits in 168
-// registers, 4 in 128, neither spilling in the level kernels).
-#ifdef CUZK_G1_MIN_BLOCKS
-CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128, CUZK_G1_MIN_BLOCKS), level)
-#else
+// the generated product it held 164 (12 warps); capped at 128 registers (16 warps) its level
+// kernels spilled and measured 8-10% slower (nineteenth session), and the CIOS product capped
+// at 168 (12 warps, no spills) measured 1-2% slower than uncapped (docs/perf.md,
+// twenty-first session).
 CUZK_MSM_CURVE_KERNELS(g1, fp_t, (128), level)
-#endif
 // G2 runs on lane pairs: a thread holds half of each Fp2 coordinate, so a point takes the
 // registers of a G1 point, and each Fp2 product costs the pair four Fp products and two
 // reductions. Registers are not capped: on the H200 the unbounded build (about 250 registers,
