@@ -39,13 +39,32 @@ struct AffineSource {
     const uint32_t* vals;
     uint32_t stride;
     const affine_t<mem_t<F>>* bases;
-    __device__ __forceinline__ void add_to(xyzz_t<F>& acc, uint32_t i) const {
+    // An entry's base as loaded, and its value (index | sign).
+    struct Entry {
+        affine_t<F> p;
+        uint32_t v;
+    };
+    __device__ __forceinline__ Entry fetch(uint32_t i) const {
         const uint32_t v = vals[(uint64_t)i * stride];
-        affine_t<F> p = load_affine<F>(&bases[v & INDEX_MASK]);
-        if (is_identity(p)) return;
-        if (v & ~INDEX_MASK) p.y = neg(p.y);
-        add_mixed(acc, p);
+        return Entry{load_affine<F>(&bases[v & INDEX_MASK]), v};
     }
+    __device__ __forceinline__ void add_entry(xyzz_t<F>& acc, Entry e) const {
+        if (is_identity(e.p)) return;
+        if (e.v & ~INDEX_MASK) e.p.y = neg(e.p.y);
+        add_mixed(acc, e.p);
+    }
+    __device__ __forceinline__ void add_to(xyzz_t<F>& acc, uint32_t i) const { add_entry(acc, fetch(i)); }
+};
+
+// Sources whose next entry the level loads while it adds the current one (CUZK_G1_PREFETCH, a
+// variant: the G1 bases' random reads, otherwise waited for at every addition).
+template <class Source>
+struct Prefetched {
+    static constexpr bool value = false;
+};
+template <>
+struct Prefetched<AffineSource<fp_t>> {
+    static constexpr bool value = true;
 };
 
 // Lane pairs: as above, except that a pair whose accumulator was at infinity still runs the
@@ -148,6 +167,41 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
     bool first_run = true, wrote_a = false, wrote_b = false;
     xyzz_t<F> acc;
     set_inf(acc);
+#ifdef CUZK_G1_PREFETCH
+    // Entry i's key closes the run of `cur` when it differs (the loop below, with the next
+    // entry loaded while the current one is added).
+    auto boundary = [&](uint32_t i) {
+        const uint32_t k = key(i);
+        if (k != cur) {
+            if (first_run && head_partial) {
+                if (leader) out_keys[2 * t] = cur;
+                store_xyzz<F>(&out_pts[2 * t], acc);
+                wrote_a = true;
+            } else {
+                flush(buckets, cur, acc);
+            }
+            first_run = false;
+            cur = k;
+            set_inf(acc);
+        }
+    };
+    if constexpr (Prefetched<Source>::value) {
+        auto next = src.fetch(s);
+#pragma unroll 1
+        for (uint32_t i = s; i < e; ++i) {
+            const auto entry = next;
+            if (i + 1 < e) next = src.fetch(i + 1);
+            boundary(i);
+            src.add_entry(acc, entry);
+        }
+    } else {
+#pragma unroll 1
+        for (uint32_t i = s; i < e; ++i) {
+            boundary(i);
+            src.add_to(acc, i);
+        }
+    }
+#else
 #pragma unroll 1
     for (uint32_t i = s; i < e; ++i) {
         const uint32_t k = key(i);
@@ -166,6 +220,7 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
         }
         src.add_to(acc, i);
     }
+#endif
     const bool tail_partial = e < m && key(e) == cur;
     if (first_run ? (head_partial || tail_partial) : tail_partial) {
         const uint64_t slot = first_run ? 2 * t : 2 * t + 1;

@@ -89,11 +89,45 @@ __device__ __forceinline__ uint32_t round_position(uint32_t theta, uint32_t j, u
     return ((theta >> b) << (b + ELOG)) | (j << b) | lo;
 }
 
+// Whether a line's threads are consecutive (a line is whole warps, or lies in one warp) rather
+// than interleaved with the block's other lines. Consecutive by default only where the lines
+// are adjacent in memory (s_lo = 0); interleaving in strided passes makes a warp's loads read
+// neighbouring lines' elements together. CUZK_NTT_LINE_WARPS (a variant) makes every pass
+// consecutive, so that each line's warps wait only for each other at its exchanges.
+__device__ __forceinline__ bool line_major(const PassInfo& p) {
+#ifdef CUZK_NTT_LINE_WARPS
+    return true;
+#else
+    return p.s_lo == 0;
+#endif
+}
+
+// The barrier of an exchange. By default the whole block's; with CUZK_NTT_LINE_BARRIER (a
+// variant; implied by CUZK_NTT_LINE_WARPS) a line of consecutive threads waits only for its
+// own warps (a named barrier, or the warp's own when the line lies in one warp), so the lines
+// of a block fall out of step and one line's exchange overlaps another's products.
+template <uint32_t ELOG>
+__device__ __forceinline__ void line_sync(const PassInfo& p, uint32_t g) {
+#if defined(CUZK_NTT_LINE_BARRIER) || defined(CUZK_NTT_LINE_WARPS)
+    if (line_major(p)) {
+        const uint32_t per_line = p.bits - ELOG;  // log2 of a line's threads
+        if (per_line <= 5) {
+            __syncwarp();
+        } else {
+            // Barrier 0 is __syncthreads'; a block holds at most 2^(8 - 6) = 4 such lines.
+            asm volatile("bar.sync %0, %1;" ::"r"(1u + g), "r"(1u << per_line) : "memory");
+        }
+        return;
+    }
+#endif
+    __syncthreads();
+}
+
 // plan::smem_index: lines interleaved in strided passes, swizzled so that every round's accesses
 // hit distinct banks (the swizzle depends on how many register bits a round inserts).
 template <uint32_t ELOG>
 __device__ __forceinline__ uint32_t smem_index(const PassInfo& p, uint32_t g, uint32_t pos) {
-    const uint32_t x = p.s_lo == 0 ? (g << p.bits) | pos : (pos << p.log_lines) | g;
+    const uint32_t x = line_major(p) ? (g << p.bits) | pos : (pos << p.log_lines) | g;
     const uint32_t sw = ELOG == 3
         ? (((x >> 5) & 1) * 0x09u) ^ (((x >> 6) & 1) * 0x12u) ^ (((x >> 7) & 1) * 0x1cu)
         : (((x >> 5) & 1) * 0x0au) ^ (((x >> 6) & 1) * 0x15u);
@@ -229,14 +263,14 @@ __device__ __forceinline__ void exchange(fr_t v[1 << ELOG], uint32_t* smem, cons
                                          uint32_t theta, uint32_t b_from, uint32_t b_to) {
     constexpr uint32_t E = 1u << ELOG;
     const uint32_t plane = 1u << (p.bits + p.log_lines);
-    __syncthreads();  // the previous round's (or group's) readers are done
+    line_sync<ELOG>(p, g);  // the previous round's (or group's) readers are done
 #pragma unroll
     for (uint32_t j = 0; j < E; ++j) {
         const uint32_t i = smem_index<ELOG>(p, g, round_position<ELOG>(theta, j, b_from));
 #pragma unroll
         for (int l = 0; l < 8; ++l) smem[l * plane + i] = v[j].val[l];
     }
-    __syncthreads();
+    line_sync<ELOG>(p, g);
 #pragma unroll
     for (uint32_t j = 0; j < E; ++j) {
         const uint32_t i = smem_index<ELOG>(p, g, round_position<ELOG>(theta, j, b_to));
@@ -291,7 +325,7 @@ __device__ __forceinline__ void pass_kernel(fr_t* data, const fr_t* roots, const
     const uint32_t per_line = bits - ELOG;
     const uint32_t t = threadIdx.x;
     uint32_t g, theta;
-    if (p.s_lo == 0) {
+    if (line_major(p)) {
         theta = t & ((1u << per_line) - 1);
         g = t >> per_line;
     } else {
