@@ -56,8 +56,9 @@ struct AffineSource {
     __device__ __forceinline__ void add_to(xyzz_t<F>& acc, uint32_t i) const { add_entry(acc, fetch(i)); }
 };
 
-// Sources whose next entry the level loads while it adds the current one (CUZK_G1_PREFETCH, a
-// variant: the G1 bases' random reads, otherwise waited for at every addition).
+// Sources whose next entry the level loads while it adds the current one: G1's bases, a random
+// read that each addition otherwise waits for (G1 accumulation about 4% faster on an H100:
+// docs/perf.md, twenty-second session). G2's lane pairs and the XYZZ sources do not.
 template <class Source>
 struct Prefetched {
     static constexpr bool value = false;
@@ -167,12 +168,11 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
     bool first_run = true, wrote_a = false, wrote_b = false;
     xyzz_t<F> acc;
     set_inf(acc);
-#ifdef CUZK_G1_PREFETCH
-    // Entry i's key closes the run of `cur` when it differs (the loop below, with the next
-    // entry loaded while the current one is added).
+    // Entry i's key closes the run of `cur` when it differs.
     auto boundary = [&](uint32_t i) {
         const uint32_t k = key(i);
         if (k != cur) {
+            // The run of `cur` ends inside this slice.
             if (first_run && head_partial) {
                 if (leader) out_keys[2 * t] = cur;
                 store_xyzz<F>(&out_pts[2 * t], acc);
@@ -201,26 +201,6 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
             src.add_to(acc, i);
         }
     }
-#else
-#pragma unroll 1
-    for (uint32_t i = s; i < e; ++i) {
-        const uint32_t k = key(i);
-        if (k != cur) {
-            // The run of `cur` ends inside this slice.
-            if (first_run && head_partial) {
-                if (leader) out_keys[2 * t] = cur;
-                store_xyzz<F>(&out_pts[2 * t], acc);
-                wrote_a = true;
-            } else {
-                flush(buckets, cur, acc);
-            }
-            first_run = false;
-            cur = k;
-            set_inf(acc);
-        }
-        src.add_to(acc, i);
-    }
-#endif
     const bool tail_partial = e < m && key(e) == cur;
     if (first_run ? (head_partial || tail_partial) : tail_partial) {
         const uint64_t slot = first_run ? 2 * t : 2 * t + 1;

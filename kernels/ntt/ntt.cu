@@ -90,26 +90,20 @@ __device__ __forceinline__ uint32_t round_position(uint32_t theta, uint32_t j, u
 }
 
 // Whether a line's threads are consecutive (a line is whole warps, or lies in one warp) rather
-// than interleaved with the block's other lines. Consecutive by default only where the lines
-// are adjacent in memory (s_lo = 0); interleaving in strided passes makes a warp's loads read
-// neighbouring lines' elements together. CUZK_NTT_LINE_WARPS (a variant) makes every pass
-// consecutive, so that each line's warps wait only for each other at its exchanges.
-__device__ __forceinline__ bool line_major(const PassInfo& p) {
-#ifdef CUZK_NTT_LINE_WARPS
-    return true;
-#else
-    return p.s_lo == 0;
-#endif
-}
+// than interleaved with the block's other lines: only where the lines are adjacent in memory
+// (s_lo = 0). Interleaving in strided passes makes a warp's loads read neighbouring lines'
+// elements together; made consecutive there too (with per-line barriers), the 2^27 strided
+// passes measured 18–24% slower (docs/perf.md, twenty-second session).
+__device__ __forceinline__ bool line_major(const PassInfo& p) { return p.s_lo == 0; }
 
-// The barrier of an exchange. By default the whole block's; with CUZK_NTT_LINE_BARRIER (a
-// variant; implied by CUZK_NTT_LINE_WARPS) a line of consecutive threads waits only for its
-// own warps (a named barrier, or the warp's own when the line lies in one warp), so the lines
-// of a block fall out of step and one line's exchange overlaps another's products.
+// The barrier of an exchange. With four elements a thread, a line of consecutive threads waits
+// only for its own warps (a named barrier, or the warp's own when the line lies in one warp),
+// so the lines of a block fall out of step and one line's exchange overlaps another's products:
+// that pass measured 4.7% faster at 2^24. With eight a thread the same change measured 7.8%
+// slower at 2^27 (docs/perf.md, twenty-second session), so those passes keep the block's.
 template <uint32_t ELOG>
 __device__ __forceinline__ void line_sync(const PassInfo& p, uint32_t g) {
-#if defined(CUZK_NTT_LINE_BARRIER) || defined(CUZK_NTT_LINE_WARPS)
-    if (line_major(p)) {
+    if (ELOG == 2 && line_major(p)) {
         const uint32_t per_line = p.bits - ELOG;  // log2 of a line's threads
         if (per_line <= 5) {
             __syncwarp();
@@ -119,7 +113,6 @@ __device__ __forceinline__ void line_sync(const PassInfo& p, uint32_t g) {
         }
         return;
     }
-#endif
     __syncthreads();
 }
 
