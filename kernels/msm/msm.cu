@@ -44,7 +44,8 @@ using cuzk::msm::PairParams;
 
 // LEVEL: `level` or `level_inline`. BOUNDS, in parentheses: threads per block (CURVE_BLOCK in
 // crates/cuzk-msm/src/gpu/launch.rs), and blocks per SM where registers are to be capped.
-// G1 runs uncapped: 184 registers with the CIOS Fp product, 2 blocks (8 warps) per SM. With
+// G1 runs uncapped, 2 blocks (8 warps) per SM: the level kernels hold 194 registers
+// (`level_xyzz`) and 255 (`level_affine`, which keeps the next entry's base loaded). With
 // the generated product it held 164 (12 warps); capped at 128 registers (16 warps) its level
 // kernels spilled and measured 8-10% slower (nineteenth session), and the CIOS product capped
 // at 168 (12 warps, no spills) measured 1-2% slower than uncapped (docs/perf.md,
