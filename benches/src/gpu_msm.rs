@@ -61,10 +61,10 @@ pub struct Args {
     /// (comma-separated; `MsmConfig::pair_group`, 0: as many as fit).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pair_groups: Vec<u32>,
-    /// Also time every --g1 and --g2 size with the radix sort (`MsmConfig::radix_sort`), alone
-    /// and with each of --affine-levels.
+    /// Also time every --g1 and --g2 size with the one-pass scatter where the plan would bin
+    /// (`MsmConfig::binned_scatter` = `Some(false)`), alone and with each of --affine-levels.
     #[arg(long)]
-    radix_sort: bool,
+    one_pass_scatter: bool,
     /// Seed of the bases and scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -136,7 +136,7 @@ struct Ctx {
     runs: usize,
     affine_levels: Vec<u32>,
     pair_groups: Vec<u32>,
-    radix_sort: bool,
+    one_pass_scatter: bool,
 }
 
 impl Ctx {
@@ -196,14 +196,19 @@ impl Ctx {
                 info.plan.affine_levels, info.plan.pair_group
             );
         }
-        if info.plan.radix_sort {
-            eprintln!("      with the radix sort");
+        let binned = info.plan.bin_windows > 0;
+        if binned {
+            eprintln!(
+                "      with the binned scatter: {} window(s) a group, 2^{} keys a bin",
+                info.plan.bin_windows, info.plan.bin_shift
+            );
         }
         let asked = cfg.affine_levels.unwrap_or(info.plan.affine_levels);
-        if (info.plan.affine_levels, info.plan.radix_sort) != (asked, cfg.radix_sort) {
+        let asked_bins = cfg.binned_scatter.unwrap_or(binned);
+        if (info.plan.affine_levels, binned) != (asked, asked_bins) {
             eprintln!(
-                "      NOTE: asked for {asked} pair level(s), radix sort {}; the plan runs {}, {} (VRAM)",
-                cfg.radix_sort, info.plan.affine_levels, info.plan.radix_sort
+                "      NOTE: asked for {asked} pair level(s), binned scatter {asked_bins}; the plan runs {}, {binned} (VRAM)",
+                info.plan.affine_levels
             );
         }
         Ok(t)
@@ -288,39 +293,45 @@ impl Ctx {
                 target: target_ms(C::NAME, log_n),
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
-            // The variants asked for: pair levels alone, the radix sort alone, and both.
+            // The variants asked for: pair levels alone, the one-pass scatter alone, and both.
             // Each pair-level count with each group cap.
             // (Without levels the group cap changes nothing: one run.)
-            let with_groups = |radix: bool| {
+            let with_groups = |one_pass: bool| {
                 self.affine_levels.iter().flat_map(move |&l| {
                     let groups: &[u32] = if l == 0 { &[0] } else { &self.pair_groups };
-                    groups.iter().map(move |&g| (l, g, radix))
+                    groups.iter().map(move |&g| (Some(l), g, one_pass))
                 })
             };
-            let mut variants: Vec<(u32, u32, bool)> = with_groups(false).collect();
-            if self.radix_sort {
-                variants.push((0, 0, true));
+            let mut variants: Vec<(Option<u32>, u32, bool)> = with_groups(false).collect();
+            if self.one_pass_scatter {
+                variants.push((dense.affine_levels, 0, true));
                 variants.extend(with_groups(true));
             }
-            for (levels, group, radix_sort) in variants {
+            for (levels, group, one_pass) in variants {
                 let cfg = MsmConfig {
-                    affine_levels: Some(levels),
+                    affine_levels: levels,
                     pair_group: group,
-                    radix_sort,
+                    binned_scatter: if one_pass {
+                        Some(false)
+                    } else {
+                        dense.binned_scatter
+                    },
                     ..dense
                 };
                 let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
                 let mut what = format!("{} 2^{log_n}", C::NAME.to_uppercase());
-                if levels == 0 {
-                    what += ", no pair levels";
-                } else {
-                    what += &format!(", {levels} pair level(s)");
-                    if group > 0 {
-                        what += &format!(" ≤ {group} window(s)/launch");
+                match levels {
+                    None => {}
+                    Some(0) => what += ", no pair levels",
+                    Some(levels) => {
+                        what += &format!(", {levels} pair level(s)");
+                        if group > 0 {
+                            what += &format!(" ≤ {group} window(s)/launch");
+                        }
                     }
                 }
-                if radix_sort {
-                    what += ", radix sort";
+                if one_pass {
+                    what += ", one-pass scatter";
                 }
                 rows.push(Row {
                     what,
@@ -351,7 +362,7 @@ pub fn run(args: &Args) -> Result<()> {
         runs: args.runs,
         affine_levels: args.affine_levels.clone(),
         pair_groups: args.pair_groups.clone(),
-        radix_sort: args.radix_sort,
+        one_pass_scatter: args.one_pass_scatter,
     };
     let max = args
         .g1

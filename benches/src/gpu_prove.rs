@@ -82,9 +82,10 @@ pub struct Args {
     /// none).
     #[arg(long, default_value_t = 0)]
     affine_levels: u32,
-    /// Sort every MSM's pairs by radix passes (`GpuProverConfig::msm_radix_sort`).
+    /// Place every MSM's pairs by the one-pass scatter, never binned
+    /// (`GpuProverConfig::msm_binned_scatter` = `Some(false)`; by default each plan chooses).
     #[arg(long)]
-    radix_sort: bool,
+    one_pass_scatter: bool,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -155,7 +156,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         keep_freed_vram: args.keep_freed_vram,
         ntt_direct_factor_log: args.direct_factor_log,
         msm_affine_levels: args.affine_levels,
-        msm_radix_sort: args.radix_sort,
+        msm_binned_scatter: args.one_pass_scatter.then_some(false),
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

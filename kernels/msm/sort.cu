@@ -1,11 +1,11 @@
 //! The curve-independent half of the MSM: scalars out of Montgomery form and sorted into 0, 1
 //! and the rest, signed window digits, and a counting sort of (bucket, point) pairs.
 //! Exported: cuzk_msm_prepare, cuzk_msm_histogram, cuzk_msm_scatter, cuzk_msm_scan_tiles,
-//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_slot_keys,
-//! cuzk_msm_add_counts, and the radix sort that can stand in for the scatter:
-//! cuzk_msm_radix_{digits,histogram,scatter}.
+//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_slot_keys
+//! and the binned scatter that can stand in for the one-pass scatter: cuzk_msm_bin_starts,
+//! cuzk_msm_bin_pairs, cuzk_msm_place.
 #include "msm/digits.cuh"
-#include "msm/radix.cuh"
+#include "msm/bins.cuh"
 
 using cuzk::msm_sort::DigitParams;
 
@@ -193,56 +193,20 @@ extern "C" __global__ void cuzk_msm_slot_keys(const uint32_t* half, const uint32
     }
 }
 
-// a[i] += b[i] for i < n: the histogram's exclusive scan plus the counts, the bucket ends the
-// scatter leaves in its cursors, for a chunk sorted by radix instead.
-extern "C" __global__ void cuzk_msm_add_counts(uint32_t* a, const uint32_t* b, uint32_t n) {
-    for (uint64_t i = cuzk::thread_index(); i < n; i += cuzk::thread_count()) a[i] += b[i];
+// The binned scatter (msm/bins.cuh), a window group at a time. bin_starts: a thread per bin
+// (grid-stride), out gets bins + 2 values; bin_pairs: ceil(len / TILE) blocks of BLOCK
+// threads for a chunk of len scalars; place: grid-stride over the group's pairs.
+using cuzk::msm_bins::BinParams;
+extern "C" __global__ void cuzk_msm_bin_starts(const uint32_t* offsets, uint32_t half, BinParams b,
+                                               uint32_t* out) {
+    cuzk::msm_bins::starts(offsets, half, b, out);
 }
-
-// The pairs a radix sort orders: for scalar j < len of the chunk and window w of the pass,
-// out[w · len + j] = (key, point | sign) as the scatter would write it, or (sentinel, 0) when
-// the digit is zero or j ≥ counts[0] (a split chunk's tail is shorter than the chunk). The
-// sentinel, above every key, sorts those last.
-extern "C" __global__ void cuzk_msm_radix_digits(const fr_t* canon, const uint32_t* tail_idx,
-                                                 const uint32_t* counts, DigitParams p,
-                                                 uint32_t len, uint32_t sentinel, uint2* out) {
-    using namespace cuzk::msm_sort;
-    const uint32_t m = counts[0];
-    const uint32_t half = 1u << (p.c - 1);
-    const uint32_t w_end = p.w_begin + p.w_count;
-    for (uint64_t j = cuzk::thread_index(); j < len; j += cuzk::thread_count()) {
-        if (j >= m) {
-            for (uint32_t w = 0; w < p.w_count; ++w)
-                out[(uint64_t)w * len + j] = make_uint2(sentinel, 0);
-            continue;
-        }
-        const fr_t s = canon[j];
-        const uint32_t point =
-            (p.flags & FLAG_INDEXED) ? tail_idx[j] : p.base_offset + (uint32_t)j;
-        uint32_t carry = 0;
-#pragma unroll 1
-        for (uint32_t w = 0; w < w_end; ++w) {
-            bool negative;
-            const uint32_t d = next_digit(s, w, p.c, carry, negative);
-            if (w < p.w_begin) continue;
-            const uint32_t rel = w - p.w_begin;
-            out[(uint64_t)rel * len + j] =
-                d != 0 ? make_uint2(rel * half + d - 1, point | (negative ? SIGN_BIT : 0u))
-                       : make_uint2(sentinel, 0);
-        }
-    }
+extern "C" __global__ void __launch_bounds__(cuzk::msm_bins::BLOCK)
+    cuzk_msm_bin_pairs(const fr_t* canon, const uint32_t* tail_idx, const uint32_t* counts,
+                       DigitParams p, BinParams b, uint32_t* cursor, uint2* out) {
+    cuzk::msm_bins::bin_pairs(canon, tail_idx, counts, p, b, cursor, out);
 }
-
-// One radix pass over n pairs, digit (key >> shift) & 255, in tiles of 4096 pairs: one block
-// of 256 threads per tile (launch `tiles` blocks). histogram: counts[d · tiles + tile];
-// scatter: out at offsets[d · tiles + tile] (their exclusive scan) plus each pair's stable rank.
-extern "C" __global__ void __launch_bounds__(256)
-    cuzk_msm_radix_histogram(const uint2* in, uint32_t n, uint32_t shift, uint32_t tiles,
-                             uint32_t* counts) {
-    cuzk::msm_radix::tile_histogram(in, n, shift, tiles, counts);
-}
-extern "C" __global__ void __launch_bounds__(256)
-    cuzk_msm_radix_scatter(const uint2* in, uint32_t n, uint32_t shift, uint32_t tiles,
-                           const uint32_t* offsets, uint2* out) {
-    cuzk::msm_radix::tile_scatter(in, n, shift, tiles, offsets, out);
+extern "C" __global__ void cuzk_msm_place(const uint2* in, const uint32_t* bounds,
+                                          uint32_t* cursor, uint2* pairs) {
+    cuzk::msm_bins::place(in, bounds, cursor, pairs);
 }

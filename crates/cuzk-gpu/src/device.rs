@@ -165,9 +165,10 @@ impl DeviceState {
             // The NTT engine's default tables: direct ones would cost every lane (each has its
             // own engine) a domain vector per direction; not chosen before it is measured.
             ntt_direct_factor_log: None,
-            // No pair levels nor radix sort in the MSMs until they are measured faster on a GPU.
+            // No pair levels in the MSMs (they measured slower for G1); the binned scatter where
+            // each plan chooses it and it fits the lane's allowance.
             msm_affine_levels: 0,
-            msm_radix_sort: false,
+            msm_binned_scatter: None,
         };
         let lanes = (0..config.workers_per_device)
             .map(|_| GpuProver::new(&device, lane_config.clone()))

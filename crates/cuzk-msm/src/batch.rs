@@ -127,7 +127,7 @@ mod tests {
             allowance,
             affine_levels: Some(0),
             pair_group: 0,
-            radix_sort: false,
+            binned_scatter: Some(false),
         }
     }
 

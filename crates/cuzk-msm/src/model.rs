@@ -6,7 +6,7 @@
 
 use crate::curve::MsmCurve;
 use crate::digits::{canonical_limbs, signed_digits};
-use crate::plan::{level_outputs, Plan, SPAN_ONES, SPAN_XYZZ};
+use crate::plan::{level_outputs, Plan, MAX_BINS, SPAN_ONES, SPAN_XYZZ};
 use cuzk_field::PrimeCurveAffine as _;
 use cuzk_field::Scalar;
 use ff::Field;
@@ -138,37 +138,91 @@ fn chain<C: MsmCurve>(
     }
 }
 
-/// The radix sort of one chunk, as `MsmEngine` launches it (kernels/msm/radix.cuh): the pairs
-/// generated window-major with sentinels for zero digits and missing scalars, then stable
-/// 8-bit passes over tiles, each tile's pairs of a digit placed at the digit-major scan of the
-/// per-tile counts. `pairs[w · len + j]` is scalar j's pair in window w. Returns the sorted
-/// keys and values, sentinels last.
-fn radix_sort(mut pairs: Vec<(u32, u32)>, sentinel: u32) -> Vec<(u32, u32)> {
-    use crate::plan::{RADIX_DIGITS, RADIX_TILE};
-    let n = pairs.len();
-    let tiles = n.div_ceil(RADIX_TILE).max(1);
-    let passes = (32 - sentinel.leading_zeros()).div_ceil(8);
-    for pass in 0..passes {
-        let digit = |key: u32| ((key >> (8 * pass)) & 255) as usize;
-        let mut counts = vec![0usize; RADIX_DIGITS * tiles];
-        for (i, &(key, _)) in pairs.iter().enumerate() {
-            counts[digit(key) * tiles + i / RADIX_TILE] += 1;
+/// The binned scatter of one chunk, as `MsmEngine` launches it (kernels/msm/bins.cuh): per
+/// group of `plan.bin_windows` windows of the pass, bins of 2^`plan.bin_shift` keys of one
+/// window, starting where the histogram's scan puts their first key; each tile of [`BIN_TILE`]
+/// scalars reserves a run in every bin it reaches and writes its pairs there; then the group's
+/// pairs move, in bin order, to their buckets' cursors. The device reserves and writes in any
+/// order; here tiles go last to first and a tile's scalars likewise, so each bucket's pairs
+/// come out in another order than the scatter's. `pairs[j][w]` is scalar j's (key, value) in
+/// window w of the pass, `None` for a zero digit; `offsets` the scan of the pass's `w_count ·
+/// nb` buckets and its total. Returns the keys and values in place order.
+fn binned_scatter(
+    pairs: &[Vec<Option<(u32, u32)>>],
+    offsets: &[u32],
+    nb: usize,
+    w_count: usize,
+    plan: &Plan,
+) -> (Vec<u32>, Vec<u32>) {
+    const BIN_TILE: usize = 1024;
+    let (group, shift) = (plan.bin_windows as usize, plan.bin_shift);
+    assert!(group > 0 && (1usize << shift) <= nb);
+    let per_window = nb >> shift;
+    let total = offsets[w_count * nb] as usize;
+    let (mut keys, mut vals) = (vec![u32::MAX; total], vec![0u32; total]);
+    let mut cursor = offsets.to_vec();
+    let mut w_lo = 0;
+    while w_lo < w_count {
+        let g = group.min(w_count - w_lo);
+        let key_lo = w_lo * nb;
+        let (base, end) = (offsets[key_lo], offsets[key_lo + g * nb]);
+        let bins = g * per_window;
+        assert!(bins <= MAX_BINS, "{bins} bins");
+        let bin_start = |b: usize| offsets[key_lo + (b << shift)] - base;
+        let mut run_end: Vec<u32> = (0..bins).map(bin_start).collect();
+        let bin_of = |key: u32| {
+            let rel = key as usize - key_lo;
+            rel / nb * per_window + ((rel % nb) >> shift)
+        };
+        let mut tmp: Vec<Option<(u32, u32)>> = vec![None; (end - base) as usize];
+        let group_pairs = |s: &Vec<Option<(u32, u32)>>| {
+            s[w_lo..w_lo + g]
+                .iter()
+                .flatten()
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        for tile in pairs.chunks(BIN_TILE).rev() {
+            let mut count = vec![0u32; bins];
+            for e in tile.iter().flat_map(group_pairs) {
+                count[bin_of(e.0)] += 1;
+            }
+            let mut at: Vec<u32> = (0..bins)
+                .map(|b| {
+                    let first = run_end[b];
+                    run_end[b] += count[b];
+                    first
+                })
+                .collect();
+            for e in tile.iter().rev().flat_map(group_pairs) {
+                let b = bin_of(e.0);
+                assert!(
+                    tmp[at[b] as usize].replace(e).is_none(),
+                    "a place written twice"
+                );
+                at[b] += 1;
+            }
         }
-        let mut offsets = Vec::with_capacity(counts.len());
-        let mut at = 0;
-        for c in counts {
-            offsets.push(at);
-            at += c;
+        // Every bin filled exactly to the next one's start.
+        for (b, &e) in run_end.iter().enumerate() {
+            let next = if b + 1 < bins {
+                bin_start(b + 1)
+            } else {
+                end - base
+            };
+            assert_eq!(e, next, "bin {b} of the group at window {w_lo}");
         }
-        let mut out = vec![(0u32, 0u32); n];
-        for (i, &e) in pairs.iter().enumerate() {
-            let cell = &mut offsets[digit(e.0) * tiles + i / RADIX_TILE];
-            out[*cell] = e;
-            *cell += 1;
+        for e in tmp {
+            let (key, val) = e.expect("every place of the group written");
+            let pos = cursor[key as usize] as usize;
+            cursor[key as usize] += 1;
+            (keys[pos], vals[pos]) = (key, val);
         }
-        pairs = out;
+        w_lo += g;
     }
-    pairs
+    // The cursors end where the scatter leaves them: at their buckets' ends.
+    assert_eq!(&cursor[..w_count * nb], &offsets[1..=w_count * nb]);
+    (keys, vals)
 }
 
 /// How a pair is summed, as `classify` in kernels/msm/pairs.cuh: the kind, and the
@@ -453,15 +507,15 @@ pub fn msm<C: MsmCurve>(
                 }
             };
             each(&mut |key, _, _| hist[key] += 1);
-            let mut cursor: Vec<u32> = hist
-                .iter()
-                .scan(0u32, |acc, &h| {
-                    let at = *acc;
+            // The histogram's exclusive scan and its total.
+            let offsets: Vec<u32> = std::iter::once(0)
+                .chain(hist.iter().scan(0u32, |acc, &h| {
                     *acc += h;
-                    Some(at)
-                })
+                    Some(*acc)
+                }))
                 .collect();
-            let m: u32 = hist.iter().sum();
+            let m = offsets[hist.len()];
+            let mut cursor = offsets[..hist.len()].to_vec();
             let mut keys = vec![0u32; m as usize];
             let mut vals = vec![0u32; m as usize];
             each(&mut |key, d, idx| {
@@ -470,30 +524,37 @@ pub fn msm<C: MsmCurve>(
                 keys[pos] = key as u32;
                 vals[pos] = idx | if d < 0 { 1 << 31 } else { 0 };
             });
-            if plan.radix_sort {
-                // The radix sort must leave what the scatter leaves (here, where the scatter
-                // runs in scalar order, pair for pair), followed by the sentinels.
-                let len = range.len();
-                let sentinel = (w_count * nb) as u32;
-                let mut generated = vec![(sentinel, 0u32); len * w_count];
-                for (j, ((_, idx), d)) in tail.iter().zip(&digits).enumerate() {
-                    for w in 0..w_count {
-                        let dw = d[w_begin as usize + w];
-                        if dw != 0 {
-                            let key = (w * nb) as u32 + dw.unsigned_abs() - 1;
-                            let val = idx | if dw < 0 { 1 << 31 } else { 0 };
-                            generated[w * len + j] = (key, val);
-                        }
-                    }
-                }
-                let sorted = radix_sort(generated, sentinel);
-                let (real, rest) = sorted.split_at(m as usize);
-                assert!(
-                    rest.iter().all(|&(k, _)| k == sentinel),
-                    "sentinels sort last"
+            if plan.bin_windows > 0 {
+                // The binned scatter leaves each bucket's pairs, in some order, where the
+                // scatter leaves them; the levels below then run on its output.
+                let per_scalar: Vec<Vec<Option<(u32, u32)>>> = tail
+                    .iter()
+                    .zip(&digits)
+                    .map(|((_, idx), d)| {
+                        (0..w_count)
+                            .map(|w| {
+                                let dw = d[w_begin as usize + w];
+                                (dw != 0).then(|| {
+                                    let key = (w * nb) as u32 + dw.unsigned_abs() - 1;
+                                    (key, idx | if dw < 0 { 1 << 31 } else { 0 })
+                                })
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let (bk, bv) = binned_scatter(&per_scalar, &offsets, nb, w_count, plan);
+                assert_eq!(
+                    bk, keys,
+                    "the binned scatter's keys differ from the scatter's"
                 );
-                let scattered: Vec<(u32, u32)> = keys.iter().copied().zip(vals.clone()).collect();
-                assert_eq!(real, &scattered[..], "radix sort differs from the scatter");
+                for b in 0..w_count * nb {
+                    let r = offsets[b] as usize..offsets[b + 1] as usize;
+                    let (mut x, mut y) = (bv[r.clone()].to_vec(), vals[r].to_vec());
+                    x.sort_unstable();
+                    y.sort_unstable();
+                    assert_eq!(x, y, "bucket {b}: the binned scatter's points differ");
+                }
+                vals = bv;
             }
             if plan.affine_levels > 0 {
                 let len = range.len();
@@ -536,7 +597,7 @@ pub fn msm<C: MsmCurve>(
 mod tests {
     use super::*;
     use crate::curve::{G1, G2};
-    use crate::plan::PlanInput;
+    use crate::plan::{bin_shift, bin_windows, PlanInput};
     use crate::testing::{random_bases, random_scalars, sparse_scalars};
     use cuzk_field::PrimeCurveAffine;
     use ff::Field;
@@ -553,7 +614,7 @@ mod tests {
             allowance: 1 << 30,
             affine_levels: Some(0),
             pair_group: 0,
-            radix_sort: false,
+            binned_scatter: Some(false),
         }
     }
 
@@ -752,46 +813,52 @@ mod tests {
         }
     }
 
-    #[test]
-    fn radix_passes_sort_stably_over_many_tiles() {
-        // Sentinels of 1, 2 and 3 passes; 5 tiles and a partial one; keys drawn with repeats.
-        for sentinel in [200u32, 40_000, 6_000_000] {
-            let n = 5 * crate::plan::RADIX_TILE + 77;
-            let mut x = 0x9e37_79b9_u64 ^ sentinel as u64;
-            let pairs: Vec<(u32, u32)> = (0..n as u32)
-                .map(|i| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let key = (x % (sentinel as u64 + 1)) as u32;
-                    (key, i)
-                })
-                .collect();
-            let mut want = pairs.clone();
-            want.sort_by_key(|&(key, _)| key); // stable: values stay in order within a key
-            assert_eq!(radix_sort(pairs, sentinel), want, "sentinel {sentinel}");
+    /// `p` with the binned scatter in groups of `group` windows and bins of 2^`shift` keys, or
+    /// wider where the group would have more bins than the kernel counts.
+    fn binned(p: &Plan, group: u32, shift: u32) -> Plan {
+        let mut shift = shift.min(p.bits - 1);
+        while (group as usize) << (p.bits - 1 - shift) > MAX_BINS {
+            shift += 1;
+        }
+        Plan {
+            bin_windows: group,
+            bin_shift: shift,
+            ..*p
         }
     }
 
     #[test]
-    fn radix_sort_leaves_what_the_scatter_leaves() {
-        // The model asserts, chunk by chunk, that the radix sort's output is the scatter's;
-        // these plans give one, two and three 8-bit passes, several tiles, split tails
-        // shorter than their chunks, and several passes and chunks.
+    fn binned_scatter_leaves_each_bucket_what_the_scatter_leaves() {
+        // The model asserts, chunk by chunk, that every bucket gets the scatter's pairs and
+        // every bin fills to the next one's start, and sums the binned output. These plans
+        // give one to many bins a window, groups of one window to a whole pass, several tiles
+        // of 1024 scalars, split tails shorter than their chunks, and the plan's own choice.
         for (n, bits) in [(1, 4), (100, 4), (3000, 10), (5000, 16)] {
             let bases = random_bases::<G1>(n, 30 + n as u64);
-            let mut p = plan(n, bits, 1 << 30, true);
-            p.radix_sort = true;
-            check::<G1>(&bases, &random_scalars(n, 31), &p, "radix, random");
-            check::<G1>(
-                &bases,
-                &sparse_scalars(n, 0.3, 0.3, 32),
-                &p,
-                "radix, sparse",
-            );
-            check::<G1>(&bases, &vec![Scalar::ONE; n], &p, "radix, all ones");
-            p = with_levels(&p, 2);
-            check::<G1>(&bases, &random_scalars(n, 33), &p, "radix and pair levels");
+            let p = plan(n, bits, 1 << 30, true);
+            let own = bin_windows(p.pass_windows);
+            for (group, shift) in [
+                (own, bin_shift(p.chunk, bits, own)),
+                (1, 0),
+                (2, 3),
+                (p.pass_windows, 20),
+            ] {
+                let b = binned(&p, group, shift);
+                check::<G1>(&bases, &random_scalars(n, 31), &b, "binned, random");
+                check::<G1>(
+                    &bases,
+                    &sparse_scalars(n, 0.3, 0.3, 32),
+                    &b,
+                    "binned, sparse",
+                );
+                check::<G1>(&bases, &vec![Scalar::ONE; n], &b, "binned, all ones");
+                check::<G1>(
+                    &bases,
+                    &random_scalars(n, 33),
+                    &with_levels(&b, 2),
+                    "binned and pair levels",
+                );
+            }
         }
         let n = 1500;
         let bases = random_bases::<G1>(n, 34);
@@ -802,19 +869,22 @@ mod tests {
             Err(crate::MsmError::AllowanceTooSmall { needed, .. }) => needed,
             other => panic!("{other:?}"),
         };
-        let mut p = plan(n, 9, least * 3 / 2, true);
+        let p = plan(n, 9, least * 3 / 2, true);
         assert!(p.chunks(n) > 1 || p.passes() > 1);
-        p.radix_sort = true;
         check::<G1>(
             &bases,
             &sparse_scalars(n, 0.2, 0.2, 35),
-            &p,
-            "radix, chunked",
+            &binned(&p, 1, 2),
+            "binned, chunked",
         );
         let g2 = random_bases::<G2>(300, 36);
-        let mut p = plan(300, 6, 1 << 30, true);
-        p.radix_sort = true;
-        check::<G2>(&g2, &random_scalars(300, 37), &p, "radix, g2");
+        let p = plan(300, 6, 1 << 30, true);
+        check::<G2>(
+            &g2,
+            &random_scalars(300, 37),
+            &binned(&p, 2, 1),
+            "binned, g2",
+        );
     }
 
     #[test]

@@ -40,10 +40,43 @@ pub const SPAN_XYZZ: u32 = 8;
 /// up to 2^20 entries to one.
 pub const MAX_AFFINE_LEVELS: u32 = 20;
 
-/// Pairs per tile of the radix sort (TILE in kernels/msm/radix.cuh) and digits per pass.
-pub const RADIX_TILE: usize = 4096;
-/// See [`RADIX_TILE`].
-pub const RADIX_DIGITS: usize = 256;
+/// Bins of one window group of the binned scatter: its blocks count their pairs per bin in
+/// shared memory (MAX_BINS in kernels/msm/bins.cuh).
+pub const MAX_BINS: usize = 4096;
+
+/// log2 of the pairs a bin of the binned scatter holds on average: a bin's buckets are written
+/// while the device works through it, so they should stay in the L2 (50–60 MB on sm_90) with
+/// room to spare: 2^20 pairs are 8 MB.
+pub const BIN_PAIRS_LOG: u32 = 20;
+
+/// Window groups a pass's binned scatter takes: its second pair buffer holds one group's pairs,
+/// a third of the first buffer.
+pub const BIN_GROUPS: u32 = 3;
+
+/// Tails from which a plan bins its pairs where the caller leaves it to the plan: below, a
+/// chunk's pairs fit the L2 or nearly, and the one-pass scatter's stores find their sectors
+/// there.
+pub const BIN_MIN_POINTS: usize = 1 << 20;
+
+/// Windows per group of the binned scatter of a pass of `pass_windows`.
+pub fn bin_windows(pass_windows: u32) -> u32 {
+    pass_windows.div_ceil(BIN_GROUPS).max(1)
+}
+
+/// log2 of the keys per bin of the binned scatter for a chunk of `chunk` points, windows of
+/// `bits` bits and groups of `group` windows: about 2^[`BIN_PAIRS_LOG`] pairs a bin (a window of
+/// a chunk has at most `chunk` pairs over its 2^(bits − 1) buckets), at most a window a bin,
+/// and at most [`MAX_BINS`] bins a group.
+pub fn bin_shift(chunk: usize, bits: u32, group: u32) -> u32 {
+    let half_log = bits - 1;
+    let mut shift = (half_log + BIN_PAIRS_LOG)
+        .saturating_sub(floor_log2(chunk))
+        .min(half_log);
+    while shift < half_log && (group as usize) << (half_log - shift) > MAX_BINS {
+        shift += 1;
+    }
+    shift
+}
 
 /// The output slots (pairs or copies) a work item of a pair level takes where the level is
 /// small enough for that: one field inversion (about 570 multiplications) is shared by an
@@ -128,9 +161,10 @@ pub struct PlanInput {
     /// many as fit with their buffers in [`PAIR_LEVEL_SHARE`] of the allowance, at least one,
     /// spread evenly over the groups that takes.
     pub pair_group: u32,
-    /// Sort each chunk's pairs by radix passes instead of the counting sort's scatter. A plan
-    /// that cannot fit the radix buffers scatters.
-    pub radix_sort: bool,
+    /// Place each chunk's pairs by the binned scatter instead of the one-pass scatter; `None`
+    /// leaves it to the plan (from [`BIN_MIN_POINTS`] of tail). A plan that cannot fit the
+    /// second pair buffer scatters in one pass.
+    pub binned_scatter: Option<bool>,
 }
 
 impl PlanInput {
@@ -139,6 +173,13 @@ impl PlanInput {
     pub fn levels(&self) -> u32 {
         self.affine_levels
             .unwrap_or_else(|| auto_affine_levels(self))
+    }
+
+    /// Whether the binned scatter is asked for: `binned_scatter`, or from [`BIN_MIN_POINTS`]
+    /// of tail where it is `None`.
+    pub fn binned(&self) -> bool {
+        self.binned_scatter
+            .unwrap_or(self.tail.min(self.n) >= BIN_MIN_POINTS)
     }
 }
 
@@ -168,9 +209,11 @@ pub struct Plan {
     /// buckets form one key range, so one inversion per work item serves the slots of all of
     /// them. The last group of a pass may be shorter. 1 without pair levels.
     pub pair_group: u32,
-    /// Whether each chunk is sorted by radix passes (`PlanInput::radix_sort` when the
-    /// buffers fit the allowance).
-    pub radix_sort: bool,
+    /// Windows per group of the binned scatter, 0 for the one-pass scatter
+    /// (`PlanInput::binned` where the second pair buffer fits the allowance).
+    pub bin_windows: u32,
+    /// log2 of the keys per bin of the binned scatter ([`bin_shift`]).
+    pub bin_shift: u32,
     /// Capacities of every work buffer.
     pub sizes: Sizes,
 }
@@ -207,10 +250,10 @@ pub struct Sizes {
     /// Buckets of one window group whose per-level counts and starts the pair levels keep
     /// (two of each, alternately), 0 without pair levels.
     pub window_buckets: usize,
-    /// The radix sort's second buffer of pairs, 0 without it.
-    pub radix_pairs: usize,
-    /// The radix sort's per-tile digit counts (and as many offsets), 0 without it.
-    pub radix_counts: usize,
+    /// The binned scatter's second buffer of pairs (a window group's), 0 without it.
+    pub bin_pairs: usize,
+    /// The binned scatter's bin cursors and a group's bounds, 0 without it.
+    pub bin_cursors: usize,
 }
 
 impl Sizes {
@@ -227,15 +270,10 @@ impl Sizes {
         } else {
             0
         };
-        // The radix sort: a second pair buffer; counts, their scan (one longer) and its tile
-        // sums.
-        let radix = if self.radix_counts > 0 {
-            2 * self.radix_pairs + 2 * self.radix_counts + 1 + self.radix_counts.div_ceil(SCAN_TILE)
-        } else {
-            0
-        };
+        // The binned scatter: a second pair buffer and the bin cursors.
+        let bins = 2 * self.bin_pairs + self.bin_cursors;
         (self.staging + self.canon) * SCALAR_BYTES
-            + (u32s + counts + radix) * 4
+            + (u32s + counts + bins) * 4
             + partial
             + points * xyzz
             + affine
@@ -257,8 +295,8 @@ impl Sizes {
             && self.affine_a >= need.affine_a
             && self.affine_b >= need.affine_b
             && self.window_buckets >= need.window_buckets
-            && self.radix_pairs >= need.radix_pairs
-            && self.radix_counts >= need.radix_counts
+            && self.bin_pairs >= need.bin_pairs
+            && self.bin_cursors >= need.bin_cursors
     }
 
     /// The larger of each buffer of two plans: a workspace that serves both.
@@ -278,8 +316,8 @@ impl Sizes {
             affine_a: self.affine_a.max(o.affine_a),
             affine_b: self.affine_b.max(o.affine_b),
             window_buckets: self.window_buckets.max(o.window_buckets),
-            radix_pairs: self.radix_pairs.max(o.radix_pairs),
-            radix_counts: self.radix_counts.max(o.radix_counts),
+            bin_pairs: self.bin_pairs.max(o.bin_pairs),
+            bin_cursors: self.bin_cursors.max(o.bin_cursors),
         }
     }
 }
@@ -318,11 +356,11 @@ fn floor_log2(x: usize) -> u32 {
 
 impl Plan {
     /// The plan with the largest chunk and pass that fit `input.allowance`. Pair levels and
-    /// the radix sort are kept only where they fit without cutting the MSM into more pieces (a
-    /// narrower window, fewer windows per pass, a smaller chunk) than it takes without them;
-    /// the pair levels then group as many windows per launch as fit (`PlanInput::pair_group`
-    /// at most). The radix sort is added only where it narrows no such group: where both do
-    /// not fit, the pair levels are kept before the radix sort.
+    /// the binned scatter are kept only where they fit without cutting the MSM into more
+    /// pieces (a narrower window, fewer windows per pass, a smaller chunk) than it takes
+    /// without them; the pair levels then group as many windows per launch as fit
+    /// (`PlanInput::pair_group` at most). The binned scatter is added only where it narrows no
+    /// such group: where both do not fit, the pair levels are kept before it.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
         let asked = input.levels();
         if asked > MAX_AFFINE_LEVELS {
@@ -337,7 +375,7 @@ impl Plan {
         };
         let plain = Self::fit(&PlanInput {
             affine_levels: Some(0),
-            radix_sort: false,
+            binned_scatter: Some(false),
             ..*input
         })?;
         // The plan for `c` where it keeps the plain plan's shape.
@@ -346,24 +384,24 @@ impl Plan {
             ((p.bits, p.pass_windows, p.chunk) == (plain.bits, plain.pass_windows, plain.chunk))
                 .then(|| p.widest_group(input))
         };
-        let radix_only = || {
+        let binned_only = || {
             let c = PlanInput {
                 affine_levels: Some(0),
                 ..*input
             };
-            input.radix_sort.then(|| same_shape(&c)).flatten()
+            input.binned().then(|| same_shape(&c)).flatten()
         };
         if asked == 0 {
-            return Ok(radix_only().unwrap_or(plain));
+            return Ok(binned_only().unwrap_or(plain));
         }
         let levels = same_shape(&PlanInput {
-            radix_sort: false,
+            binned_scatter: Some(false),
             ..*input
         });
         let Some(levels) = levels else {
-            return Ok(radix_only().unwrap_or(plain));
+            return Ok(binned_only().unwrap_or(plain));
         };
-        if input.radix_sort {
+        if input.binned() {
             if let Some(both) = same_shape(input) {
                 if both.pair_group >= levels.pair_group {
                     return Ok(both);
@@ -501,6 +539,11 @@ impl Plan {
         let piece = chunk.min(PIECE);
         let levels = input.levels();
         let nb = buckets as usize;
+        let bin_windows = if input.binned() {
+            bin_windows(pass_windows)
+        } else {
+            0
+        };
         let sizes = Sizes {
             staging: if input.staged { 2 * piece } else { 0 },
             canon: chunk,
@@ -516,12 +559,8 @@ impl Plan {
             affine_a: 0,
             affine_b: 0,
             window_buckets: 0,
-            radix_pairs: if input.radix_sort { pairs } else { 0 },
-            radix_counts: if input.radix_sort {
-                RADIX_DIGITS * pairs.div_ceil(RADIX_TILE).max(1)
-            } else {
-                0
-            },
+            bin_pairs: chunk * bin_windows as usize,
+            bin_cursors: if bin_windows > 0 { MAX_BINS + 2 } else { 0 },
         };
         Plan {
             bits,
@@ -534,7 +573,12 @@ impl Plan {
             seg_log,
             affine_levels: levels,
             pair_group: 1,
-            radix_sort: input.radix_sort,
+            bin_windows,
+            bin_shift: if bin_windows > 0 {
+                bin_shift(chunk, bits, bin_windows)
+            } else {
+                0
+            },
             sizes: level_sizes(sizes, levels, chunk, nb),
         }
     }
@@ -712,7 +756,7 @@ mod tests {
             allowance,
             affine_levels: Some(0),
             pair_group: 0,
-            radix_sort: false,
+            binned_scatter: Some(false),
         }
     }
 
@@ -938,32 +982,39 @@ mod tests {
     }
 
     #[test]
-    fn radix_buffers_fit_beside_the_plan_or_the_plan_scatters() {
-        let with = |n: usize, allowance: usize, radix: bool, levels: u32| {
+    fn bin_buffers_fit_beside_the_plan_or_the_plan_scatters() {
+        let with = |n: usize, allowance: usize, binned: Option<bool>, levels: u32| {
             Plan::new(&PlanInput {
-                radix_sort: radix,
+                binned_scatter: binned,
                 affine_levels: Some(levels),
                 ..input(n, allowance)
             })
             .unwrap()
         };
-        let plain = with(1 << 26, 100 << 30, false, 0);
-        let radix = with(1 << 26, 100 << 30, true, 0);
-        assert!(radix.radix_sort && !plain.radix_sort);
-        assert_eq!((radix.bits, radix.chunk), (plain.bits, plain.chunk));
-        let pairs = radix.sizes.pairs;
-        assert_eq!(radix.sizes.radix_pairs, pairs);
-        assert_eq!(radix.sizes.radix_counts, 256 * pairs.div_ceil(RADIX_TILE));
-        let cells = radix.sizes.radix_counts;
+        let plain = with(1 << 26, 100 << 30, Some(false), 0);
+        let binned = with(1 << 26, 100 << 30, Some(true), 0);
+        assert!(binned.bin_windows > 0 && plain.bin_windows == 0);
+        assert_eq!((binned.bits, binned.chunk), (plain.bits, plain.chunk));
+        // Left to the plan: binned from BIN_MIN_POINTS of tail, not below.
+        assert_eq!(with(1 << 26, 100 << 30, None, 0), binned);
+        let least = with(BIN_MIN_POINTS, 100 << 30, None, 0);
+        assert_eq!(least.bin_windows, bin_windows(least.pass_windows));
+        assert_eq!(with(BIN_MIN_POINTS - 1, 100 << 30, None, 0).bin_windows, 0);
+        // Three groups of windows; the second buffer holds a group's pairs.
+        assert_eq!(binned.bin_windows, binned.pass_windows.div_ceil(BIN_GROUPS));
+        let group_pairs = binned.chunk * binned.bin_windows as usize;
+        assert_eq!(binned.sizes.bin_pairs, group_pairs);
         assert_eq!(
-            radix.bytes(192) - plain.bytes(192),
-            (2 * pairs + 2 * cells + 1 + cells.div_ceil(SCAN_TILE)) * 4
+            binned.bytes(192) - plain.bytes(192),
+            (2 * group_pairs + MAX_BINS + 2) * 4
         );
-        // Room for one of the two: the pair levels are kept, the radix sort dropped. (One
-        // window per launch: wider groups would take what the radix sort needs.)
-        let one_window = |allowance: usize, radix: bool| {
+        // Bins of about 2^20 pairs: 2^26 points over 2^19 buckets a window, 2^13 keys a bin.
+        assert_eq!((binned.bits, binned.bin_shift), (20, 13));
+        // Room for one of the two: the pair levels are kept, the binned scatter dropped. (One
+        // window per launch: wider groups would take what the binned scatter needs.)
+        let one_window = |allowance: usize, binned: bool| {
             Plan::new(&PlanInput {
-                radix_sort: radix,
+                binned_scatter: Some(binned),
                 affine_levels: Some(2),
                 pair_group: 1,
                 ..input(1 << 26, allowance)
@@ -972,16 +1023,34 @@ mod tests {
         };
         let levels_only = one_window(100 << 30, false);
         let both = one_window(levels_only.bytes(192), true);
-        assert_eq!((both.affine_levels, both.radix_sort), (2, false));
-        // With room for both at one window, a group that the radix sort would narrow keeps
-        // the radix sort out.
-        let room = levels_only.bytes(192) + (radix.bytes(192) - plain.bytes(192));
-        let wide = with(1 << 26, 4 * room, false, 2);
+        assert_eq!((both.affine_levels, both.bin_windows), (2, 0));
+        // With room for both at one window, a group that the binned scatter would narrow
+        // keeps the binned scatter out.
+        let room = levels_only.bytes(192) + (binned.bytes(192) - plain.bytes(192));
+        let wide = with(1 << 26, 4 * room, Some(false), 2);
         assert!(wide.pair_group > 1);
-        assert!(with(1 << 26, 4 * room, true, 2).pair_group >= wide.pair_group);
+        assert!(with(1 << 26, 4 * room, Some(true), 2).pair_group >= wide.pair_group);
         // Room for neither: the plain plan.
-        let neither = with(1 << 26, plain.bytes(192), true, 2);
+        let neither = with(1 << 26, plain.bytes(192), Some(true), 2);
         assert_eq!(neither, plain);
+    }
+
+    #[test]
+    fn bins_hold_about_a_million_pairs_and_fit_the_shared_counters() {
+        for bits in 4..=20u32 {
+            for log in 0..=27u32 {
+                for group in 1..=22u32 {
+                    let shift = bin_shift(1 << log, bits, group);
+                    assert!(shift < bits, "bits {bits}, 2^{log}, group {group}");
+                    let per_window = 1usize << (bits - 1 - shift);
+                    assert!(group as usize * per_window <= MAX_BINS || per_window == 1);
+                    if shift < bits - 1 && group as usize * per_window * 2 <= MAX_BINS {
+                        // Not capped: a bin's expected pairs are about 2^BIN_PAIRS_LOG.
+                        assert!(log + shift >= bits - 1 + BIN_PAIRS_LOG - 1);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -415,10 +415,10 @@ fn gpu_affine_pair_levels_match_cpu_g1_and_g2() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_radix_sort_matches_cpu_g1_and_g2() {
+fn gpu_binned_scatter_matches_cpu_g1_and_g2() {
     for levels in [0, 2] {
         let cfg = MsmConfig {
-            radix_sort: true,
+            binned_scatter: Some(true),
             affine_levels: Some(levels),
             ..MsmConfig::default()
         };
@@ -432,11 +432,11 @@ fn gpu_radix_sort_matches_cpu_g1_and_g2() {
                 ("sparse", sparse_scalars(n, 0.3, 0.3, 184)),
             ] {
                 let want = cpu::msm::<G1>(&bases_host, &scalars).unwrap();
-                let label = format!("radix, levels {levels}, {what}");
+                let label = format!("binned, levels {levels}, {what}");
                 check_with::<G1>(&label, &bases, &scalars, &want, &cfg);
             }
         }
-        // Every window width: keys of 1 to 3 radix passes.
+        // Every window width: one bin a window to many, groups of one window to seven.
         let n = 3000;
         let bases_host = random_bases::<G1>(n, 185);
         let bases = upload::<G1>(&bases_host);
@@ -448,12 +448,18 @@ fn gpu_radix_sort_matches_cpu_g1_and_g2() {
                 ..cfg
             };
             let (got, info) = msm_info::<G1>(&bases, &scalars, &with_bits);
-            assert!(info.plan.radix_sort, "bits {bits}: {:?}", info.plan);
-            assert_eq!(got, want, "radix, levels {levels}, window bits {bits}");
+            assert!(info.plan.bin_windows > 0, "bits {bits}: {:?}", info.plan);
+            assert_eq!(got, want, "binned, levels {levels}, window bits {bits}");
         }
         msm_at_size::<G1>((1 << 22) + 5, &cfg, 190 + levels as u64);
         msm_at_size::<G2>((1 << 20) + 3, &cfg, 192 + levels as u64);
     }
+    // The one-pass scatter where the plan would bin.
+    let one_pass = MsmConfig {
+        binned_scatter: Some(false),
+        ..MsmConfig::default()
+    };
+    msm_at_size::<G1>((1 << 22) + 5, &one_pass, 194);
 }
 
 fn pair_levels_at_size<C: MsmCurve>(n: usize, levels: u32) {
@@ -546,7 +552,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         allowance: 0,
         affine_levels: Some(0),
         pair_group: 0,
-        radix_sort: false,
+        binned_scatter: Some(false),
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
         let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
@@ -870,7 +876,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         allowance: 0,
         affine_levels: Some(0),
         pair_group: 0,
-        radix_sort: false,
+        binned_scatter: Some(false),
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of
     // scalars take, so the batch must stage them.

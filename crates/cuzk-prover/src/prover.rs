@@ -95,8 +95,9 @@ pub struct GpuProverConfig {
     /// tail (Filecoin's circuits), and reserving its workspace for the dense alternative would
     /// hold level buffers of up to half of the allowance for the whole run.
     pub msm_affine_levels: u32,
-    /// Sort every MSM's pairs by radix passes ([`MsmConfig::radix_sort`]; off by default).
-    pub msm_radix_sort: bool,
+    /// Place every MSM's pairs by the binned scatter ([`MsmConfig::binned_scatter`]; `None`,
+    /// the default, leaves it to each MSM's plan).
+    pub msm_binned_scatter: Option<bool>,
 }
 
 impl Default for GpuProverConfig {
@@ -111,7 +112,7 @@ impl Default for GpuProverConfig {
             keep_freed_vram: true,
             ntt_direct_factor_log: None,
             msm_affine_levels: 0,
-            msm_radix_sort: false,
+            msm_binned_scatter: None,
         }
     }
 }
@@ -257,7 +258,7 @@ impl GpuProver {
                 device,
                 MsmConfig {
                     affine_levels: Some(config.msm_affine_levels),
-                    radix_sort: config.msm_radix_sort,
+                    binned_scatter: config.msm_binned_scatter,
                     ..MsmConfig::default()
                 },
             )?,

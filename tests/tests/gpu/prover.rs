@@ -177,21 +177,21 @@ fn gpu_direct_ntt_factor_tables_give_the_same_proofs() {
     );
 }
 
-/// MSMs with batch-affine pair levels, the radix sort or both give the CPU prover's proofs
+/// MSMs with batch-affine pair levels, the binned scatter or both give the CPU prover's proofs
 /// (same r, s), unmetered and under a budget whose MSM allowance may drop them.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_msm_pair_levels_and_radix_sort_give_the_same_proofs() {
+fn gpu_msm_pair_levels_and_binned_scatter_give_the_same_proofs() {
     let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
     let porep = SyntheticPoRep::new((1 << 20) - 2, rand::random());
     let inputs = porep.public_inputs();
     let porep = case(porep, inputs, 5);
-    for (levels, radix) in [(1, false), (3, false), (0, true), (2, true)] {
+    for (levels, binned) in [(1, false), (3, false), (0, true), (2, true)] {
         for budget in [None, Some(Budget::new("vram 0 (test)", 24 << 30))] {
             let config = GpuProverConfig {
                 budget,
                 msm_affine_levels: levels,
-                msm_radix_sort: radix,
+                msm_binned_scatter: Some(binned),
                 ..GpuProverConfig::default()
             };
             let prover = GpuProver::new(&device(), config).unwrap();

@@ -4,7 +4,7 @@
 #![allow(unsafe_code)] // Kernel launches are unsafe by nature; each one states why it is sound.
 
 use crate::curve::MsmCurve;
-use crate::plan::{RADIX_DIGITS, RADIX_TILE, SCAN_TILE, SPAN_XYZZ};
+use crate::plan::{MAX_BINS, SCAN_TILE, SPAN_XYZZ};
 use crate::MsmError;
 use bytemuck::{Pod, Zeroable};
 use cuzk_cuda::{Device, DeviceBuffer, DeviceView, DeviceViewMut, Kernel, LaunchConfig, Stream};
@@ -88,10 +88,9 @@ pub(super) struct Kernels {
     scan_add: Kernel,
     halve_counts: Kernel,
     slot_keys: Kernel,
-    add_counts: Kernel,
-    radix_digits: Kernel,
-    radix_histogram: Kernel,
-    radix_scatter: Kernel,
+    bin_starts: Kernel,
+    bin_pairs: Kernel,
+    place: Kernel,
     g1: CurveKernels,
     g2: CurveKernels,
     /// Blocks of grid-stride launches: a few waves over the SMs.
@@ -125,10 +124,9 @@ impl Kernels {
             scan_add: k("cuzk_msm_scan_add")?,
             halve_counts: k("cuzk_msm_halve_counts")?,
             slot_keys: k("cuzk_msm_slot_keys")?,
-            add_counts: k("cuzk_msm_add_counts")?,
-            radix_digits: k("cuzk_msm_radix_digits")?,
-            radix_histogram: k("cuzk_msm_radix_histogram")?,
-            radix_scatter: k("cuzk_msm_radix_scatter")?,
+            bin_starts: k("cuzk_msm_bin_starts")?,
+            bin_pairs: k("cuzk_msm_bin_pairs")?,
+            place: k("cuzk_msm_place")?,
             g1: curve("g1")?,
             g2: curve("g2")?,
             max_grid: device.info().sm_count.max(1) * 16,
@@ -764,8 +762,8 @@ pub(super) fn pair_level<C: MsmCurve>(
     // key_base < nb is slot s's bucket, as `slot_keys` wrote it. Slot s of bucket b reads
     // entries begin(b) + 2j and the next (j = s − out_start[b], the next only below cnt[b]):
     // - sorted: pairs are the chunk's sorted (key, value) pairs and bases the MSM's points;
-    //   the group's entries lie between cursor[0] − cnt[0] and cursor[nb − 1] (the scatter's
-    //   cursors, or the scan plus the counts after a radix sort), contiguous since its
+    //   the group's entries lie between cursor[0] − cnt[0] and cursor[nb − 1] (the cursors
+    //   as either scatter leaves them), contiguous since its
     //   windows' keys are, a range the sort wrote, at most `positions` pairs (the chunk's
     //   points for each window of the group, one digit per window), and the base
     //   indices come from this MSM's points;
@@ -798,49 +796,36 @@ pub(super) fn pair_level<C: MsmCurve>(
     Ok(())
 }
 
-/// `a[i] += b[i]` over `b`: the histogram's scan plus the counts, the ends the scatter's
-/// cursors would hold, for a chunk sorted by radix.
-pub(super) fn add_counts(
-    stream: &Stream,
-    k: &Kernels,
-    a: &mut DeviceViewMut<'_, u32>,
-    b: &DeviceView<'_, u32>,
-) -> Result<(), MsmError> {
-    let n = b.len();
-    assert!(a.len() >= n);
-    let n32 = u32_len(n);
-    // SAFETY: `cuzk_msm_add_counts(uint32_t* a, const uint32_t* b, uint32_t n)` updates
-    // a[0..n) reading b[0..n), both views at least n long (checked above); grid-stride.
-    unsafe {
-        stream
-            .launch(&k.add_counts)
-            .view_mut(a)
-            .view(b)
-            .arg(&n32)
-            .launch(k.stride(n, SCALAR_BLOCK))
-    }?;
-    Ok(())
+/// Mirrors `BinParams` in kernels/msm/bins.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct BinParams {
+    w_lo: u32,
+    w_count: u32,
+    shift: u32,
+    bins: u32,
 }
 
-/// The radix sort's buffers.
+/// Threads of a `cuzk_msm_bin_pairs` block and the scalars it takes (BLOCK and TILE in
+/// kernels/msm/bins.cuh).
+const BIN_BLOCK: u32 = 256;
+const BIN_TILE: usize = 4 * BIN_BLOCK as usize;
+
+/// The binned scatter's buffers.
 #[derive(Debug)]
-pub(super) struct RadixBuffers {
-    /// The second buffer of pairs (interleaved key, value), as long as the first.
+pub(super) struct BinBuffers {
+    /// A window group's pairs (interleaved key, value) in bin order.
     pub tmp: DeviceBuffer<u32>,
-    /// Per-tile digit counts, digit-major.
-    pub counts: DeviceBuffer<u32>,
-    /// Their exclusive scan, one longer.
-    pub offsets: DeviceBuffer<u32>,
-    /// The scan's tile sums.
-    pub tiles: DeviceBuffer<u32>,
+    /// The group's bin cursors, then its first and end place in the pass.
+    pub cursors: DeviceBuffer<u32>,
 }
 
-/// Sorts the chunk's pairs by radix into `pairs`, in place of [`scatter`]: the pairs of the
-/// chunk's `len` scalars and the pass's `p.w_count` windows, with (sentinel, 0) for zero
-/// digits and missing tail scalars, sorted by key in 8-bit passes. Afterwards `pairs` holds what
-/// the scatter would write (each key's pairs in scalar order) followed by the sentinels.
-#[allow(clippy::too_many_arguments)] // The digit kernel's inputs and the sort's buffers.
-pub(super) fn radix_sort(
+/// Places the chunk's (bucket, point) pairs as [`scatter`] does, through bins of 2^`shift`
+/// keys (kernels/msm/bins.cuh), `group` windows of the pass at a time. `cursor` is the
+/// histogram's exclusive scan of the pass's buckets followed by its total; each bucket's cursor
+/// ends at the bucket's end, as the scatter leaves it.
+#[allow(clippy::too_many_arguments)] // The digit kernels' inputs and the two buffers.
+pub(super) fn binned_scatter(
     stream: &Stream,
     k: &Kernels,
     canon: &DeviceBuffer<FrRepr>,
@@ -848,87 +833,84 @@ pub(super) fn radix_sort(
     counts: &DeviceBuffer<u32>,
     p: &DigitParams,
     len: usize,
+    (group, shift): (u32, u32),
+    cursor: &mut DeviceBuffer<u32>,
     pairs: &mut DeviceBuffer<u32>,
-    radix: &mut RadixBuffers,
+    bins: &mut BinBuffers,
 ) -> Result<(), MsmError> {
-    let n = len * p.w_count as usize;
-    let tiles = n.div_ceil(RADIX_TILE).max(1);
-    let cells = RADIX_DIGITS * tiles;
-    assert!(pairs.len() >= 2 * n && radix.tmp.len() >= 2 * n);
-    assert!(radix.counts.len() >= cells && radix.offsets.len() > cells);
-    assert!(canon.len() >= len && counts.len() >= 2 && len <= p.n as usize);
+    let half = 1u32 << (p.c - 1);
+    let pass_buckets = p.w_count as usize * half as usize;
+    assert!(cursor.len() > pass_buckets);
+    assert!(pairs.len() >= 2 * len * p.w_count as usize);
+    assert!(canon.len() >= len && !counts.is_empty() && len <= p.n as usize);
     assert!(p.flags & DIGITS_INDEXED == 0 || tail_idx.len() >= len);
-    // Keys are below w_count · 2^(c−1); the sentinel is that bound, and the passes cover its
-    // bits.
-    let sentinel = p.w_count << (p.c - 1);
-    let key_bits = 32 - sentinel.leading_zeros();
-    let passes = key_bits.div_ceil(8);
-    let (len32, n32, tiles32) = (u32_len(len), u32_len(n), u32_len(tiles));
-    // The last pass writes `pairs`: the digits start there when the passes are even.
-    let (mut src, mut dst) = if passes.is_multiple_of(2) {
-        (&mut *pairs, &mut radix.tmp)
-    } else {
-        (&mut radix.tmp, &mut *pairs)
-    };
-    // SAFETY: `cuzk_msm_radix_digits(const fr_t* canon, const uint32_t* tail_idx, const
-    // uint32_t* counts, DigitParams p, uint32_t len, uint32_t sentinel, uint2* out)`,
-    // DigitParams in the same C layout. It reads counts[0] ≤ len scalars of canon (and of
-    // tail_idx when indexed), both at least len long (checked above), and writes
-    // out[w · len + j] for w < w_count, j < len: n pairs, which src holds (checked above);
-    // an allocation is aligned for 8-byte stores. Grid-stride over len.
-    unsafe {
-        stream
-            .launch(&k.radix_digits)
-            .buf(canon)
-            .buf(tail_idx)
-            .buf(counts)
-            .arg(p)
-            .arg(&len32)
-            .arg(&sentinel)
-            .buf_mut(src)
-            .launch(k.stride(len, SCALAR_BLOCK))
-    }?;
-    for pass in 0..passes {
-        let shift = 8 * pass;
-        // SAFETY: `cuzk_msm_radix_histogram(const uint2* in, uint32_t n, uint32_t shift,
-        // uint32_t tiles, uint32_t* counts)`: block b < tiles reads pairs below n (src holds
-        // n, checked above) and writes counts[d · tiles + b], d < 256, below cells ≤
-        // counts.len(); blocks of 256 threads as the kernel's tile assumes.
+    assert!(group >= 1 && shift < p.c);
+    let blocks = u32_len(len.div_ceil(BIN_TILE).max(1));
+    let mut w_lo = 0;
+    while w_lo < p.w_count {
+        let w_count = group.min(p.w_count - w_lo);
+        let b = BinParams {
+            w_lo,
+            w_count,
+            shift,
+            bins: w_count * (half >> shift),
+        };
+        w_lo += w_count;
+        let group_pairs = len * w_count as usize;
+        assert!(b.bins as usize <= MAX_BINS && bins.cursors.len() >= b.bins as usize + 2);
+        assert!(bins.tmp.len() >= 2 * group_pairs);
+        // SAFETY: `cuzk_msm_bin_starts(const uint32_t* offsets, uint32_t half, BinParams b,
+        // uint32_t* out)`, BinParams in the same C layout. It reads offsets at the group's
+        // first key plus i << shift for i < bins (below its end key) and at its end key
+        // (w_lo + w_count) · half ≤ pass_buckets < cursor.len() (checked above), and writes
+        // out[0 .. bins + 2), which the cursors hold (checked above). Grid-stride.
         unsafe {
             stream
-                .launch(&k.radix_histogram)
-                .buf(src)
-                .arg(&n32)
-                .arg(&shift)
-                .arg(&tiles32)
-                .buf_mut(&mut radix.counts)
-                .launch(LaunchConfig::linear(tiles32, RADIX_DIGITS as u32))
+                .launch(&k.bin_starts)
+                .buf(cursor)
+                .arg(&half)
+                .arg(&b)
+                .buf_mut(&mut bins.cursors)
+                .launch(k.stride(b.bins as usize, SCALAR_BLOCK))
         }?;
-        scan(
-            stream,
-            k,
-            &radix.counts.slice(..cells),
-            &mut radix.offsets,
-            &mut radix.tiles,
-        )?;
-        // SAFETY: `cuzk_msm_radix_scatter(const uint2* in, uint32_t n, uint32_t shift,
-        // uint32_t tiles, const uint32_t* offsets, uint2* out)`: block b reads pairs below n
-        // and offsets[d · tiles + b] below cells (offsets holds cells + 1, checked above), and
-        // writes each of its pairs once to offsets[d · tiles + b] plus its rank among the
-        // tile's pairs of digit d, below the next cell's offset: a permutation of [0, n),
-        // which dst holds (checked above). src and dst are different buffers.
+        // SAFETY: `cuzk_msm_bin_pairs(const fr_t* canon, const uint32_t* tail_idx, const
+        // uint32_t* counts, DigitParams p, BinParams b, uint32_t* cursor, uint2* out)`. Block
+        // i reads scalars (and indices, when indexed) [i · TILE, (i + 1) · TILE) below
+        // counts[0] ≤ len (both buffers at least len long, checked above), counts its pairs
+        // of the group into b.bins ≤ MAX_BINS shared counters (checked above), reserves runs
+        // from cursor[0 .. bins) (the cursors) and writes each pair of the group once, at a
+        // place below the group's pair count ≤ len · w_count, which tmp holds (checked
+        // above); an allocation is aligned for 8-byte stores. Blocks of BIN_BLOCK threads as
+        // the kernel assumes, one per tile of the chunk.
         unsafe {
             stream
-                .launch(&k.radix_scatter)
-                .buf(src)
-                .arg(&n32)
-                .arg(&shift)
-                .arg(&tiles32)
-                .buf(&radix.offsets)
-                .buf_mut(dst)
-                .launch(LaunchConfig::linear(tiles32, RADIX_DIGITS as u32))
+                .launch(&k.bin_pairs)
+                .buf(canon)
+                .buf(tail_idx)
+                .buf(counts)
+                .arg(p)
+                .arg(&b)
+                .buf_mut(&mut bins.cursors)
+                .buf_mut(&mut bins.tmp)
+                .launch(LaunchConfig::linear(blocks, BIN_BLOCK))
         }?;
-        std::mem::swap(&mut src, &mut dst);
+        // SAFETY: `cuzk_msm_place(const uint2* in, const uint32_t* bounds, uint32_t* cursor,
+        // uint2* pairs)`. It reads in[0 .. bounds[1] − bounds[0]) (the group's pairs, which
+        // bin_pairs wrote; bounds = the cursors at b.bins, written by bin_starts) and moves
+        // each to pairs at cursor[key]++ for the group's keys, below pass_buckets <
+        // cursor.len(); those places are the group's buckets' ranges, which the histogram of
+        // the same digits bounds by the pass's pair count ≤ len · w_count, which pairs holds
+        // (checked above). Grid-stride.
+        let bounds = bins.cursors.slice(b.bins as usize..b.bins as usize + 2);
+        unsafe {
+            stream
+                .launch(&k.place)
+                .buf(&bins.tmp)
+                .view(&bounds)
+                .buf_mut(cursor)
+                .buf_mut(pairs)
+                .launch(k.stride(group_pairs, SCALAR_BLOCK))
+        }?;
     }
     Ok(())
 }

@@ -115,12 +115,13 @@ pub struct MsmConfig {
     /// each work item's one inversion among more pairs and cut the launches, at the price of
     /// level buffers for all of them.
     pub pair_group: u32,
-    /// Sort each chunk's (bucket, point) pairs by radix passes (8 bits a pass, stable, each
-    /// tile's pairs of a digit written together) instead of the counting sort's scatter
-    /// (random 8-byte stores and an atomic per digit), at the price of a second pair buffer in
-    /// VRAM (the plan scatters where it does not fit). Not yet the default: its speed on a GPU
-    /// is still to be measured.
-    pub radix_sort: bool,
+    /// Place each chunk's (bucket, point) pairs in two passes, through bins of about a million
+    /// pairs written in runs (kernels/msm/bins.cuh), instead of the one-pass scatter's random
+    /// 8-byte store per pair into gigabytes, at the price of a second pair buffer of a third
+    /// of the first in VRAM (the plan scatters in one pass where it does not fit). `None`, the
+    /// default, leaves it to the plan ([`crate::plan::BIN_MIN_POINTS`]); `Some(false)` never
+    /// bins.
+    pub binned_scatter: Option<bool>,
 }
 
 /// Bases resident on the device, uploaded or generated once and used by many MSMs.
@@ -423,7 +424,7 @@ impl MsmEngine {
             allowance,
             affine_levels: config.affine_levels,
             pair_group: config.pair_group,
-            radix_sort: config.radix_sort,
+            binned_scatter: config.binned_scatter,
         }
     }
 

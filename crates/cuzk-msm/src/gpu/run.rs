@@ -171,8 +171,8 @@ impl MsmEngine {
                     &mut ws.tiles,
                 )?;
                 mark(profile, 4)?;
-                if plan.radix_sort {
-                    launch::radix_sort(
+                if plan.bin_windows > 0 {
+                    launch::binned_scatter(
                         stream,
                         k,
                         &ws.canon,
@@ -180,15 +180,11 @@ impl MsmEngine {
                         &ws.counts,
                         &p,
                         len,
+                        (plan.bin_windows, plan.bin_shift),
+                        &mut ws.offsets,
                         &mut ws.pairs,
-                        &mut ws.radix,
+                        &mut ws.bins,
                     )?;
-                    if plan.affine_levels > 0 {
-                        // The pair levels find each bucket's end where the scatter's cursor
-                        // would have left it.
-                        let mut ends = ws.offsets.slice_mut(..pass_buckets);
-                        launch::add_counts(stream, k, &mut ends, &ws.hist.slice(..pass_buckets))?;
-                    }
                 } else {
                     let mut cursor = ws.offsets.slice_mut(..pass_buckets);
                     launch::scatter(

@@ -1,9 +1,9 @@
 //! The device buffers one MSM works in, sized by a plan and kept by the engine between calls,
 //! so that steady-state calls allocate nothing (large allocations cost milliseconds).
 
-use super::launch::{Partials, RadixBuffers};
+use super::launch::{BinBuffers, Partials};
 use crate::curve::MsmCurve;
-use crate::plan::{Sizes, SCAN_TILE};
+use crate::plan::Sizes;
 use crate::MsmError;
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::FrRepr;
@@ -32,8 +32,8 @@ pub(super) struct Workspace<C: MsmCurve> {
     pub results: DeviceBuffer<C::XyzzRepr>,
     /// The batch-affine pair levels' buffers.
     pub affine: AffineLevels<C>,
-    /// The radix sort's buffers.
-    pub radix: RadixBuffers,
+    /// The binned scatter's buffers.
+    pub bins: BinBuffers,
 }
 
 /// What the pair levels of one window write, alternately in the first and the second of each
@@ -81,11 +81,9 @@ impl<C: MsmCurve> Workspace<C> {
             buckets: alloc(stream, sizes.bucket_points)?,
             segments: alloc(stream, sizes.segment_points)?,
             results: alloc(stream, sizes.result_points)?,
-            radix: RadixBuffers {
-                tmp: alloc(stream, 2 * sizes.radix_pairs)?,
-                counts: alloc(stream, sizes.radix_counts)?,
-                offsets: alloc(stream, sizes.radix_counts + 1)?,
-                tiles: alloc(stream, sizes.radix_counts.div_ceil(SCAN_TILE))?,
+            bins: BinBuffers {
+                tmp: alloc(stream, 2 * sizes.bin_pairs)?,
+                cursors: alloc(stream, sizes.bin_cursors)?,
             },
             affine: AffineLevels {
                 keys: [
