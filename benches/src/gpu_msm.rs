@@ -61,8 +61,12 @@ pub struct Args {
     /// (comma-separated; `MsmConfig::pair_group`, 0: as many as fit).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pair_groups: Vec<u32>,
-    /// Also time every --g1 and --g2 size with the one-pass scatter where the plan would bin
-    /// (`MsmConfig::binned_scatter` = `Some(false)`), alone and with each of --affine-levels.
+    /// Also time every --g1 and --g2 size with the binned scatter (`MsmConfig::binned_scatter`
+    /// = `Some(true)`), alone and with each of --affine-levels.
+    #[arg(long)]
+    binned_scatter: bool,
+    /// Also time every --g1 and --g2 size with the one-pass scatter (`MsmConfig::binned_scatter`
+    /// = `Some(false)`), alone and with each of --affine-levels.
     #[arg(long)]
     one_pass_scatter: bool,
     /// Seed of the bases and scalars.
@@ -136,7 +140,9 @@ struct Ctx {
     runs: usize,
     affine_levels: Vec<u32>,
     pair_groups: Vec<u32>,
-    one_pass_scatter: bool,
+    /// The placements to time besides the plan's own: `Some(true)` binned, `Some(false)` one
+    /// pass.
+    scatters: Vec<bool>,
 }
 
 impl Ctx {
@@ -293,29 +299,25 @@ impl Ctx {
                 target: target_ms(C::NAME, log_n),
                 floor: Some(floor_ms(C::NAME, log_n)),
             });
-            // The variants asked for: pair levels alone, the one-pass scatter alone, and both.
+            // The variants asked for: pair levels alone, each placement alone, and both.
             // Each pair-level count with each group cap.
             // (Without levels the group cap changes nothing: one run.)
-            let with_groups = |one_pass: bool| {
+            let with_groups = |scatter: Option<bool>| {
                 self.affine_levels.iter().flat_map(move |&l| {
                     let groups: &[u32] = if l == 0 { &[0] } else { &self.pair_groups };
-                    groups.iter().map(move |&g| (Some(l), g, one_pass))
+                    groups.iter().map(move |&g| (Some(l), g, scatter))
                 })
             };
-            let mut variants: Vec<(Option<u32>, u32, bool)> = with_groups(false).collect();
-            if self.one_pass_scatter {
-                variants.push((dense.affine_levels, 0, true));
-                variants.extend(with_groups(true));
+            let mut variants: Vec<(Option<u32>, u32, Option<bool>)> = with_groups(None).collect();
+            for &binned in &self.scatters {
+                variants.push((dense.affine_levels, 0, Some(binned)));
+                variants.extend(with_groups(Some(binned)));
             }
-            for (levels, group, one_pass) in variants {
+            for (levels, group, scatter) in variants {
                 let cfg = MsmConfig {
                     affine_levels: levels,
                     pair_group: group,
-                    binned_scatter: if one_pass {
-                        Some(false)
-                    } else {
-                        dense.binned_scatter
-                    },
+                    binned_scatter: scatter.or(dense.binned_scatter),
                     ..dense
                 };
                 let t = self.measure::<C>(&bases, pinned, host, 1 << log_n, &cfg)?;
@@ -330,8 +332,10 @@ impl Ctx {
                         }
                     }
                 }
-                if one_pass {
-                    what += ", one-pass scatter";
+                match scatter {
+                    Some(true) => what += ", binned scatter",
+                    Some(false) => what += ", one-pass scatter",
+                    None => {}
                 }
                 rows.push(Row {
                     what,
@@ -362,7 +366,10 @@ pub fn run(args: &Args) -> Result<()> {
         runs: args.runs,
         affine_levels: args.affine_levels.clone(),
         pair_groups: args.pair_groups.clone(),
-        one_pass_scatter: args.one_pass_scatter,
+        scatters: [(args.binned_scatter, true), (args.one_pass_scatter, false)]
+            .into_iter()
+            .filter_map(|(asked, binned)| asked.then_some(binned))
+            .collect(),
     };
     let max = args
         .g1

@@ -82,8 +82,12 @@ pub struct Args {
     /// none).
     #[arg(long, default_value_t = 0)]
     affine_levels: u32,
+    /// Place every MSM's pairs by the binned scatter where it fits
+    /// (`GpuProverConfig::msm_binned_scatter` = `Some(true)`; by default each plan chooses).
+    #[arg(long, conflicts_with = "one_pass_scatter")]
+    binned_scatter: bool,
     /// Place every MSM's pairs by the one-pass scatter, never binned
-    /// (`GpuProverConfig::msm_binned_scatter` = `Some(false)`; by default each plan chooses).
+    /// (`GpuProverConfig::msm_binned_scatter` = `Some(false)`).
     #[arg(long)]
     one_pass_scatter: bool,
     /// Under `--budget`, whether the device keeps the memory each proof frees mapped for the
@@ -156,7 +160,11 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         keep_freed_vram: args.keep_freed_vram,
         ntt_direct_factor_log: args.direct_factor_log,
         msm_affine_levels: args.affine_levels,
-        msm_binned_scatter: args.one_pass_scatter.then_some(false),
+        msm_binned_scatter: match (args.binned_scatter, args.one_pass_scatter) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

@@ -53,10 +53,14 @@ pub const BIN_PAIRS_LOG: u32 = 20;
 /// a third of the first buffer.
 pub const BIN_GROUPS: u32 = 3;
 
-/// Tails from which a plan bins its pairs where the caller leaves it to the plan: below, a
-/// chunk's pairs fit the L2 or nearly, and the one-pass scatter's stores find their sectors
-/// there.
+/// Tails from which a plan bins its pairs where the caller leaves it to the plan (with
+/// [`BIN_BY_DEFAULT`]): below, a chunk's pairs fit the L2 or nearly, and the one-pass scatter's
+/// stores find their sectors there.
 pub const BIN_MIN_POINTS: usize = 1 << 20;
+
+/// Whether a plan left to itself bins (from [`BIN_MIN_POINTS`]): not until the binned scatter
+/// has passed its GPU tests and measured faster on a GPU (docs/perf.md, twenty-third session).
+pub const BIN_BY_DEFAULT: bool = false;
 
 /// Windows per group of the binned scatter of a pass of `pass_windows`.
 pub fn bin_windows(pass_windows: u32) -> u32 {
@@ -175,11 +179,11 @@ impl PlanInput {
             .unwrap_or_else(|| auto_affine_levels(self))
     }
 
-    /// Whether the binned scatter is asked for: `binned_scatter`, or from [`BIN_MIN_POINTS`]
-    /// of tail where it is `None`.
+    /// Whether the binned scatter is asked for: `binned_scatter`, or where it is `None`, from
+    /// [`BIN_MIN_POINTS`] of tail if [`BIN_BY_DEFAULT`].
     pub fn binned(&self) -> bool {
         self.binned_scatter
-            .unwrap_or(self.tail.min(self.n) >= BIN_MIN_POINTS)
+            .unwrap_or(BIN_BY_DEFAULT && self.tail.min(self.n) >= BIN_MIN_POINTS)
     }
 }
 
@@ -995,10 +999,17 @@ mod tests {
         let binned = with(1 << 26, 100 << 30, Some(true), 0);
         assert!(binned.bin_windows > 0 && plain.bin_windows == 0);
         assert_eq!((binned.bits, binned.chunk), (plain.bits, plain.chunk));
-        // Left to the plan: binned from BIN_MIN_POINTS of tail, not below.
-        assert_eq!(with(1 << 26, 100 << 30, None, 0), binned);
+        // Left to the plan: binned from BIN_MIN_POINTS of tail where that is the default, not
+        // below, and never otherwise.
+        let auto = with(1 << 26, 100 << 30, None, 0);
+        assert_eq!(auto, if BIN_BY_DEFAULT { binned } else { plain });
         let least = with(BIN_MIN_POINTS, 100 << 30, None, 0);
-        assert_eq!(least.bin_windows, bin_windows(least.pass_windows));
+        let want = if BIN_BY_DEFAULT {
+            bin_windows(least.pass_windows)
+        } else {
+            0
+        };
+        assert_eq!(least.bin_windows, want);
         assert_eq!(with(BIN_MIN_POINTS - 1, 100 << 30, None, 0).bin_windows, 0);
         // Three groups of windows; the second buffer holds a group's pairs.
         assert_eq!(binned.bin_windows, binned.pass_windows.div_ceil(BIN_GROUPS));
