@@ -58,9 +58,10 @@ pub const BIN_GROUPS: u32 = 3;
 /// stores find their sectors there.
 pub const BIN_MIN_POINTS: usize = 1 << 20;
 
-/// Whether a plan left to itself bins (from [`BIN_MIN_POINTS`]): not until the binned scatter
-/// has passed its GPU tests and measured faster on a GPU (docs/perf.md, twenty-third session).
-pub const BIN_BY_DEFAULT: bool = false;
+/// Whether a plan left to itself bins (from [`BIN_MIN_POINTS`]): yes since the binned scatter
+/// passed the MSM GPU tests as the default and measured faster on an H200 (G1 2^26 / 2^27
+/// −3.3% / −2.7% whole call, G2 2^24 −0.4%; docs/perf.md, twenty-third session).
+pub const BIN_BY_DEFAULT: bool = true;
 
 /// Windows per group of the binned scatter of a pass of `pass_windows`.
 pub fn bin_windows(pass_windows: u32) -> u32 {

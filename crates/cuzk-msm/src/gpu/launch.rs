@@ -894,6 +894,7 @@ pub(super) fn binned_scatter(
                 .buf_mut(&mut bins.tmp)
                 .launch(LaunchConfig::linear(blocks, BIN_BLOCK))
         }?;
+        let bounds = bins.cursors.slice(b.bins as usize..b.bins as usize + 2);
         // SAFETY: `cuzk_msm_place(const uint2* in, const uint32_t* bounds, uint32_t* cursor,
         // uint2* pairs)`. It reads in[0 .. bounds[1] − bounds[0]) (the group's pairs, which
         // bin_pairs wrote; bounds = the cursors at b.bins, written by bin_starts) and moves
@@ -901,7 +902,6 @@ pub(super) fn binned_scatter(
         // cursor.len(); those places are the group's buckets' ranges, which the histogram of
         // the same digits bounds by the pass's pair count ≤ len · w_count, which pairs holds
         // (checked above). Grid-stride.
-        let bounds = bins.cursors.slice(b.bins as usize..b.bins as usize + 2);
         unsafe {
             stream
                 .launch(&k.place)
