@@ -38,24 +38,21 @@ constexpr uint32_t BLOCK = 256;      // threads of a bin_pairs block
 constexpr uint32_t ITEMS = 4;        // scalars per thread
 constexpr uint32_t TILE = BLOCK * ITEMS;
 
-// Calls f(key, bin, value) for every pair of scalar j in the group's windows.
+// Calls f(key, bin, value) for every pair of scalar s (base index `point`) in the group's
+// windows: the pass's digits (msm_sort::for_each_digit) restricted to the group.
 template <class Fn>
 __device__ __forceinline__ void group_pairs(const fr_t& s, uint32_t point,
                                             const msm_sort::DigitParams& p, const BinParams& b,
                                             Fn f) {
     const uint32_t half = 1u << (p.c - 1);
     const uint32_t per_window = half >> b.shift;
-    const uint32_t lo = p.w_begin + b.w_lo, end = lo + b.w_count;
-    uint32_t carry = 0;
-#pragma unroll 1
-    for (uint32_t w = 0; w < end; ++w) {
-        bool negative;
-        const uint32_t d = msm_sort::next_digit(s, w, p.c, carry, negative);
-        if (w < lo || d == 0) continue;
-        const uint32_t key = (w - p.w_begin) * half + d - 1;
-        const uint32_t bin = (w - lo) * per_window + ((d - 1) >> b.shift);
-        f(key, bin, point | (negative ? msm_sort::SIGN_BIT : 0u));
-    }
+    msm_sort::DigitParams g = p;
+    g.w_begin = p.w_begin + b.w_lo;
+    g.w_count = b.w_count;
+    msm_sort::for_each_digit(s, g, [&](uint32_t w, uint32_t d, bool negative) {
+        f((b.w_lo + w) * half + d - 1, w * per_window + ((d - 1) >> b.shift),
+          point | (negative ? msm_sort::SIGN_BIT : 0u));
+    });
 }
 
 // out[i] = the group's bin i's first place relative to the group's first pair, for i < bins;

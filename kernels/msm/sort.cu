@@ -1,7 +1,7 @@
 //! The curve-independent half of the MSM: scalars out of Montgomery form and sorted into 0, 1
 //! and the rest, signed window digits, and a counting sort of (bucket, point) pairs.
 //! Exported: cuzk_msm_prepare, cuzk_msm_histogram, cuzk_msm_scatter, cuzk_msm_scan_tiles,
-//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_slot_keys
+//! cuzk_msm_scan_sums, cuzk_msm_scan_add, cuzk_msm_halve_counts, cuzk_msm_slot_keys,
 //! and the binned scatter that can stand in for the one-pass scatter: cuzk_msm_bin_starts,
 //! cuzk_msm_bin_pairs, cuzk_msm_place.
 #include "msm/digits.cuh"
