@@ -166,7 +166,7 @@ impl DeviceState {
             // own engine) a domain vector per direction; not chosen before it is measured.
             ntt_direct_factor_log: None,
             // No pair levels in the MSMs (they measured slower for G1); the binned scatter where
-            // each plan chooses it (`cuzk_msm::plan::BIN_BY_DEFAULT`) and it fits the lane's
+            // each plan chooses it (`cuzk_msm::plan::BIN_MIN_POINTS`) and it fits the lane's
             // allowance.
             msm_affine_levels: 0,
             msm_binned_scatter: None,

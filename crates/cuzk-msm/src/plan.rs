@@ -53,15 +53,11 @@ pub const BIN_PAIRS_LOG: u32 = 20;
 /// a third of the first buffer.
 pub const BIN_GROUPS: u32 = 3;
 
-/// Tails from which a plan bins its pairs where the caller leaves it to the plan (with
-/// [`BIN_BY_DEFAULT`]): below, a chunk's pairs fit the L2 or nearly, and the one-pass scatter's
-/// stores find their sectors there.
+/// Tails from which a plan bins its pairs where the caller leaves it to the plan: below, a
+/// chunk's pairs fit the L2 or nearly, and the one-pass scatter's stores find their sectors
+/// there. Above, the binned scatter measured faster on an H200 (G1 2^26 / 2^27 −3.3% / −2.7%
+/// whole call, G2 2^24 −0.4%; docs/perf.md, twenty-third session).
 pub const BIN_MIN_POINTS: usize = 1 << 20;
-
-/// Whether a plan left to itself bins (from [`BIN_MIN_POINTS`]): yes since the binned scatter
-/// passed the MSM GPU tests as the default and measured faster on an H200 (G1 2^26 / 2^27
-/// −3.3% / −2.7% whole call, G2 2^24 −0.4%; docs/perf.md, twenty-third session).
-pub const BIN_BY_DEFAULT: bool = true;
 
 /// Windows per group of the binned scatter of a pass of `pass_windows`.
 pub fn bin_windows(pass_windows: u32) -> u32 {
@@ -180,11 +176,11 @@ impl PlanInput {
             .unwrap_or_else(|| auto_affine_levels(self))
     }
 
-    /// Whether the binned scatter is asked for: `binned_scatter`, or where it is `None`, from
-    /// [`BIN_MIN_POINTS`] of tail if [`BIN_BY_DEFAULT`].
+    /// Whether the binned scatter is asked for: `binned_scatter`, or from [`BIN_MIN_POINTS`]
+    /// of tail where it is `None`.
     pub fn binned(&self) -> bool {
         self.binned_scatter
-            .unwrap_or(BIN_BY_DEFAULT && self.tail.min(self.n) >= BIN_MIN_POINTS)
+            .unwrap_or(self.tail.min(self.n) >= BIN_MIN_POINTS)
     }
 }
 
@@ -1000,17 +996,10 @@ mod tests {
         let binned = with(1 << 26, 100 << 30, Some(true), 0);
         assert!(binned.bin_windows > 0 && plain.bin_windows == 0);
         assert_eq!((binned.bits, binned.chunk), (plain.bits, plain.chunk));
-        // Left to the plan: binned from BIN_MIN_POINTS of tail where that is the default, not
-        // below, and never otherwise.
-        let auto = with(1 << 26, 100 << 30, None, 0);
-        assert_eq!(auto, if BIN_BY_DEFAULT { binned } else { plain });
+        // Left to the plan: binned from BIN_MIN_POINTS of tail, not below.
+        assert_eq!(with(1 << 26, 100 << 30, None, 0), binned);
         let least = with(BIN_MIN_POINTS, 100 << 30, None, 0);
-        let want = if BIN_BY_DEFAULT {
-            bin_windows(least.pass_windows)
-        } else {
-            0
-        };
-        assert_eq!(least.bin_windows, want);
+        assert_eq!(least.bin_windows, bin_windows(least.pass_windows));
         assert_eq!(with(BIN_MIN_POINTS - 1, 100 << 30, None, 0).bin_windows, 0);
         // Three groups of windows; the second buffer holds a group's pairs.
         assert_eq!(binned.bin_windows, binned.pass_windows.div_ceil(BIN_GROUPS));

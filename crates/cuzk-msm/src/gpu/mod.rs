@@ -119,8 +119,8 @@ pub struct MsmConfig {
     /// pairs written in runs (kernels/msm/bins.cuh), instead of the one-pass scatter's random
     /// 8-byte store per pair into gigabytes, at the price of a second pair buffer of a third
     /// of the first in VRAM (the plan scatters in one pass where it does not fit). `None`, the
-    /// default, leaves it to the plan (binned from [`crate::plan::BIN_MIN_POINTS`] of tail, as
-    /// [`crate::plan::BIN_BY_DEFAULT`] says); `Some(false)` never bins.
+    /// default, leaves it to the plan (binned from [`crate::plan::BIN_MIN_POINTS`] of tail);
+    /// `Some(false)` never bins.
     pub binned_scatter: Option<bool>,
 }
 
