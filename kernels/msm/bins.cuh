@@ -7,12 +7,12 @@
 //! pair into its *bin* (a range of 2^shift consecutive keys, about a million pairs): a block
 //! counts its tile's pairs per bin in shared memory, reserves each bin's run with one atomic,
 //! and writes its pairs of a bin to consecutive places. Then `place` reads the bins in order
-//! and writes each pair to its bucket's cursor, as the one-pass scatter does; but the pairs the
-//! device works on at any moment come from one or two bins, so their stores and cursors fall in
-//! a few megabytes that stay in the L2 until their sectors are whole. On an H200 the sort's
-//! phase took 20% / 17% less at 2^26 / 2^27 points (docs/perf.md, twenty-third session): the
-//! place pass runs at about 25 G pairs/s, twice the one-pass rate, most likely bound by the
-//! global atomic each pair still takes.
+//! and writes each pair to its bucket; the pairs the device works on at any moment come from
+//! one or two bins, so their stores and cursors fall in a few megabytes that stay in the L2
+//! until their sectors are whole. On an H200 the sort's phase took 20% / 17% less at 2^26 /
+//! 2^27 points than the one-pass scatter (docs/perf.md, twenty-third session), with a place pass
+//! that took one global atomic on the bucket's cursor for every pair; `place` now ranks each
+//! chunk's pairs in shared memory and takes one global atomic per key of the chunk.
 //!
 //! A pass's windows go in groups of `w_count` windows (the bins of a group fit the shared
 //! counters, and the second buffer holds a group's pairs, not a pass's). Per group: `starts`
@@ -109,14 +109,70 @@ __device__ __forceinline__ void bin_pairs(const fr_t* canon, const uint32_t* tai
     });
 }
 
-// Moves the group's binned pairs in[0, bounds[1] − bounds[0]) to their buckets' cursors, in
-// order (a grid-stride loop, so that the device works on neighbouring pairs at any moment).
-__device__ __forceinline__ void place(const uint2* in, const uint32_t* bounds, uint32_t* cursor,
-                                      uint2* pairs) {
+// `place` below: a block of PLACE_BLOCK threads takes chunks of PLACE_CHUNK consecutive pairs,
+// counting them in PLACE_KEYS shared counters (dynamic shared memory, PLACE_KEYS · 4 bytes).
+// Mirrors PLACE_BLOCK, PLACE_CHUNK and PLACE_KEYS in crates/cuzk-msm/src/gpu/launch.rs.
+constexpr uint32_t PLACE_BLOCK = 512;
+constexpr uint32_t PLACE_ITEMS = 16;  // pairs a thread holds
+constexpr uint32_t PLACE_CHUNK = PLACE_BLOCK * PLACE_ITEMS;
+constexpr uint32_t PLACE_KEYS = 1u << 14;  // two bins of 2^13 keys
+constexpr uint32_t NO_KEY = 0xffffffffu;   // above every key of a pass
+
+// Moves the group's binned pairs in[0, bounds[1] − bounds[0]) to their buckets' cursors. A block
+// takes chunks of PLACE_CHUNK consecutive pairs, grid-stride, so that the device works on
+// neighbouring pairs (one or two bins) at any moment and their stores stay in the L2. Within a
+// chunk it counts the pairs of each key in shared memory, takes each key's run from the key's
+// cursor with one global atomic, and ranks the pairs into the runs in shared memory: a global
+// atomic per key a chunk holds instead of one per pair (at 2^26 points a chunk of 8,192 pairs
+// from a bin of 8,192 keys holds about 5,200 keys). The counters cover PLACE_KEYS keys from the
+// bin of the chunk's first pair; a pair beyond them (a chunk that spans more bins than that,
+// with bins of few pairs or of more keys) takes its place from its cursor alone.
+__device__ __forceinline__ void place(const uint2* in, const uint32_t* bounds, uint32_t shift,
+                                      uint32_t* cursor, uint2* pairs) {
+    extern __shared__ uint32_t count[];  // PLACE_KEYS
+    __shared__ uint32_t lo_shared, span_shared;
     const uint32_t n = bounds[1] - bounds[0];
-    for (uint64_t i = thread_index(); i < n; i += thread_count()) {
-        const uint2 e = in[i];
-        pairs[atomicAdd(&cursor[e.x], 1u)] = e;
+    for (uint32_t i = threadIdx.x; i < PLACE_KEYS; i += PLACE_BLOCK) count[i] = 0;
+    for (uint64_t first = (uint64_t)blockIdx.x * PLACE_CHUNK; first < n;
+         first += (uint64_t)gridDim.x * PLACE_CHUNK) {
+        if (threadIdx.x == 0) {
+            lo_shared = in[first].x >> shift << shift;
+            span_shared = 0;
+        }
+        __syncthreads();
+        const uint32_t lo = lo_shared;
+        uint2 e[PLACE_ITEMS];
+        uint32_t span = 0;
+#pragma unroll
+        for (uint32_t q = 0; q < PLACE_ITEMS; ++q) {
+            const uint64_t i = first + q * PLACE_BLOCK + threadIdx.x;
+            e[q] = i < n ? in[i] : make_uint2(NO_KEY, 0);
+        }
+#pragma unroll
+        for (uint32_t q = 0; q < PLACE_ITEMS; ++q) {
+            const uint32_t d = e[q].x - lo;
+            if (e[q].x != NO_KEY && d < PLACE_KEYS) {
+                atomicAdd(&count[d], 1u);
+                span = max(span, d + 1);
+            }
+        }
+        if (span) atomicMax(&span_shared, span);
+        __syncthreads();
+        span = span_shared;
+        // Each key's run: its first place, taken from the cursor.
+        for (uint32_t i = threadIdx.x; i < span; i += PLACE_BLOCK) {
+            const uint32_t c = count[i];
+            if (c) count[i] = atomicAdd(&cursor[lo + i], c);
+        }
+        __syncthreads();
+#pragma unroll
+        for (uint32_t q = 0; q < PLACE_ITEMS; ++q) {
+            if (e[q].x == NO_KEY) continue;
+            const uint32_t d = e[q].x - lo;
+            pairs[d < PLACE_KEYS ? atomicAdd(&count[d], 1u) : atomicAdd(&cursor[e[q].x], 1u)] = e[q];
+        }
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < span; i += PLACE_BLOCK) count[i] = 0;
     }
 }
 

@@ -195,7 +195,8 @@ extern "C" __global__ void cuzk_msm_slot_keys(const uint32_t* half, const uint32
 
 // The binned scatter (msm/bins.cuh), a window group at a time. bin_starts: a thread per bin
 // (grid-stride), out gets bins + 2 values; bin_pairs: ceil(len / TILE) blocks of BLOCK
-// threads for a chunk of len scalars; place: grid-stride over the group's pairs.
+// threads for a chunk of len scalars; place: blocks of PLACE_BLOCK threads, as many as fit the
+// SMs at once, with PLACE_KEYS · 4 bytes of dynamic shared memory, grid-stride over chunks.
 using cuzk::msm_bins::BinParams;
 extern "C" __global__ void cuzk_msm_bin_starts(const uint32_t* offsets, uint32_t half, BinParams b,
                                                uint32_t* out) {
@@ -206,7 +207,8 @@ extern "C" __global__ void __launch_bounds__(cuzk::msm_bins::BLOCK)
                        DigitParams p, BinParams b, uint32_t* cursor, uint2* out) {
     cuzk::msm_bins::bin_pairs(canon, tail_idx, counts, p, b, cursor, out);
 }
-extern "C" __global__ void cuzk_msm_place(const uint2* in, const uint32_t* bounds,
-                                          uint32_t* cursor, uint2* pairs) {
-    cuzk::msm_bins::place(in, bounds, cursor, pairs);
+extern "C" __global__ void __launch_bounds__(cuzk::msm_bins::PLACE_BLOCK)
+    cuzk_msm_place(const uint2* in, const uint32_t* bounds, uint32_t shift, uint32_t* cursor,
+                   uint2* pairs) {
+    cuzk::msm_bins::place(in, bounds, shift, cursor, pairs);
 }

@@ -141,8 +141,9 @@ fn chain<C: MsmCurve>(
 /// The binned scatter of one chunk, as `MsmEngine` launches it (kernels/msm/bins.cuh): per
 /// group of `plan.bin_windows` windows of the pass, bins of 2^`plan.bin_shift` keys of one
 /// window, starting where the histogram's scan puts their first key; each tile of [`BIN_TILE`]
-/// scalars reserves a run in every bin it reaches and writes its pairs there; then the group's
-/// pairs move, in bin order, to their buckets' cursors. The device reserves and writes in any
+/// scalars reserves a run in every bin it reaches and writes its pairs there; then each chunk of
+/// the group's binned pairs takes a run from each of its keys' cursors and places its pairs
+/// there (keys too far from the chunk's first bin: a place each). The device reserves and writes in any
 /// order; here tiles go last to first and a tile's scalars likewise, so each bucket's pairs
 /// come out in another order than the scatter's. `pairs[j][w]` is scalar j's (key, value) in
 /// window w of the pass, `None` for a zero digit; `offsets` the scan of the pass's `w_count ·
@@ -155,6 +156,9 @@ fn binned_scatter(
     plan: &Plan,
 ) -> (Vec<u32>, Vec<u32>) {
     const BIN_TILE: usize = 1024;
+    // PLACE_CHUNK and PLACE_KEYS in kernels/msm/bins.cuh.
+    const PLACE_CHUNK: usize = 512 * 16;
+    const PLACE_KEYS: u32 = 1 << 14;
     let (group, shift) = (plan.bin_windows as usize, plan.bin_shift);
     assert!(group > 0 && (1usize << shift) <= nb);
     let per_window = nb >> shift;
@@ -212,11 +216,35 @@ fn binned_scatter(
             };
             assert_eq!(e, next, "bin {b} of the group at window {w_lo}");
         }
-        for e in tmp {
-            let (key, val) = e.expect("every place of the group written");
-            let pos = cursor[key as usize] as usize;
-            cursor[key as usize] += 1;
-            (keys[pos], vals[pos]) = (key, val);
+        // The place pass: chunks of PLACE_CHUNK pairs in any order (here last to first); a
+        // chunk's keys within PLACE_KEYS of its first pair's bin take one run each from their
+        // cursors, the others a place each.
+        for chunk in tmp.chunks(PLACE_CHUNK).rev() {
+            let chunk: Vec<(u32, u32)> = chunk
+                .iter()
+                .map(|e| e.expect("every place of the group written"))
+                .collect();
+            let lo = chunk[0].0 >> shift << shift;
+            let ranked = |key: u32| key.wrapping_sub(lo) < PLACE_KEYS;
+            let mut runs = std::collections::BTreeMap::<u32, u32>::new();
+            for &(key, _) in chunk.iter().filter(|e| ranked(e.0)) {
+                *runs.entry(key).or_default() += 1;
+            }
+            for (key, run) in runs.iter_mut().rev() {
+                let count = *run;
+                *run = cursor[*key as usize];
+                cursor[*key as usize] += count;
+            }
+            for &(key, val) in chunk.iter().rev() {
+                let at = match runs.get_mut(&key) {
+                    Some(run) => run,
+                    None => &mut cursor[key as usize],
+                };
+                let pos = *at as usize;
+                *at += 1;
+                assert_eq!(keys[pos], u32::MAX, "pair place {pos} written twice");
+                (keys[pos], vals[pos]) = (key, val);
+            }
         }
         w_lo += g;
     }

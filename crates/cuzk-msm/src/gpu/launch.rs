@@ -97,6 +97,9 @@ pub(super) struct Kernels {
     max_grid: u32,
     /// The device's streaming multiprocessors.
     sm_count: u32,
+    /// Blocks of a `cuzk_msm_place` launch: as many as are resident at once, so that its
+    /// grid-stride walk over chunks keeps the device on neighbouring pairs.
+    place_grid: u32,
 }
 
 impl Kernels {
@@ -115,6 +118,10 @@ impl Kernels {
                 },
             })
         };
+        let place = k("cuzk_msm_place")?;
+        place.set_max_dynamic_shared_mem(PLACE_SHARED)?;
+        let sm_count = device.info().sm_count.max(1);
+        let place_grid = sm_count * place.max_active_blocks_per_sm(PLACE_BLOCK, PLACE_SHARED as usize)?.max(1);
         Ok(Kernels {
             prepare: k("cuzk_msm_prepare")?,
             histogram: k("cuzk_msm_histogram")?,
@@ -126,11 +133,12 @@ impl Kernels {
             slot_keys: k("cuzk_msm_slot_keys")?,
             bin_starts: k("cuzk_msm_bin_starts")?,
             bin_pairs: k("cuzk_msm_bin_pairs")?,
-            place: k("cuzk_msm_place")?,
+            place,
             g1: curve("g1")?,
             g2: curve("g2")?,
-            max_grid: device.info().sm_count.max(1) * 16,
-            sm_count: device.info().sm_count.max(1),
+            max_grid: sm_count * 16,
+            sm_count,
+            place_grid,
         })
     }
 
@@ -810,6 +818,10 @@ struct BinParams {
 /// kernels/msm/bins.cuh).
 const BIN_BLOCK: u32 = 256;
 const BIN_TILE: usize = 4 * BIN_BLOCK as usize;
+/// Threads of a `cuzk_msm_place` block and its shared counters' bytes (PLACE_BLOCK and
+/// PLACE_KEYS in kernels/msm/bins.cuh).
+const PLACE_BLOCK: u32 = 512;
+const PLACE_SHARED: u32 = 4 << 14;
 
 /// The binned scatter's buffers.
 #[derive(Debug)]
@@ -895,21 +907,24 @@ pub(super) fn binned_scatter(
                 .launch(LaunchConfig::linear(blocks, BIN_BLOCK))
         }?;
         let bounds = bins.cursors.slice(b.bins as usize..b.bins as usize + 2);
-        // SAFETY: `cuzk_msm_place(const uint2* in, const uint32_t* bounds, uint32_t* cursor,
-        // uint2* pairs)`. It reads in[0 .. bounds[1] − bounds[0]) (the group's pairs, which
-        // bin_pairs wrote; bounds = the cursors at b.bins, written by bin_starts) and moves
-        // each to pairs at cursor[key]++ for the group's keys, below pass_buckets <
-        // cursor.len(); those places are the group's buckets' ranges, which the histogram of
-        // the same digits bounds by the pass's pair count ≤ len · w_count, which pairs holds
-        // (checked above). Grid-stride.
+        // SAFETY: `cuzk_msm_place(const uint2* in, const uint32_t* bounds, uint32_t shift,
+        // uint32_t* cursor, uint2* pairs)`. It reads in[0 .. bounds[1] − bounds[0]) (the
+        // group's pairs, which bin_pairs wrote; bounds = the cursors at b.bins, written by
+        // bin_starts) and moves each to pairs at a place taken from cursor[key] for the
+        // group's keys, below pass_buckets < cursor.len(); those places are the group's
+        // buckets' ranges, which the histogram of the same digits bounds by the pass's pair
+        // count ≤ len · w_count, which pairs holds (checked above). Blocks of PLACE_BLOCK
+        // threads with PLACE_SHARED bytes of dynamic shared memory, as the kernel assumes
+        // (allowed at load); grid-stride over chunks.
         unsafe {
             stream
                 .launch(&k.place)
                 .buf(&bins.tmp)
                 .view(&bounds)
+                .arg(&shift)
                 .buf_mut(cursor)
                 .buf_mut(pairs)
-                .launch(k.stride(group_pairs, SCALAR_BLOCK))
+                .launch(LaunchConfig::linear(k.place_grid, PLACE_BLOCK).with_shared_mem(PLACE_SHARED))
         }?;
     }
     Ok(())
