@@ -121,7 +121,10 @@ impl Kernels {
         let place = k("cuzk_msm_place")?;
         place.set_max_dynamic_shared_mem(PLACE_SHARED)?;
         let sm_count = device.info().sm_count.max(1);
-        let place_grid = sm_count * place.max_active_blocks_per_sm(PLACE_BLOCK, PLACE_SHARED as usize)?.max(1);
+        let place_grid = sm_count
+            * place
+                .max_active_blocks_per_sm(PLACE_BLOCK, PLACE_SHARED as usize)?
+                .max(1);
         Ok(Kernels {
             prepare: k("cuzk_msm_prepare")?,
             histogram: k("cuzk_msm_histogram")?,
@@ -924,7 +927,9 @@ pub(super) fn binned_scatter(
                 .arg(&shift)
                 .buf_mut(cursor)
                 .buf_mut(pairs)
-                .launch(LaunchConfig::linear(k.place_grid, PLACE_BLOCK).with_shared_mem(PLACE_SHARED))
+                .launch(
+                    LaunchConfig::linear(k.place_grid, PLACE_BLOCK).with_shared_mem(PLACE_SHARED),
+                )
         }?;
     }
     Ok(())
