@@ -243,7 +243,7 @@ impl Device {
                     kernel: name.to_owned(),
                     source: e.into(),
                 })?;
-        let kernel = Kernel::new(function, name);
+        let kernel = Kernel::new(function, name, self.inner.ctx.clone());
         loaded.kernels.insert(name.to_owned(), kernel.clone());
         Ok(kernel)
     }

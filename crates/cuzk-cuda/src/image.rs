@@ -6,7 +6,7 @@
 //! `target/kernels/cuzk.fatbin` from test and bench binaries under `target/<profile>/deps`.
 
 use crate::{CudaError, Result};
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaContext, CudaFunction};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,14 +57,24 @@ fn candidate_dirs(env_dir: Option<OsString>, exe: Option<&Path>) -> Vec<PathBuf>
 pub struct Kernel {
     function: CudaFunction,
     name: Arc<str>,
+    /// The context the kernel's module lives in, made current before each attribute call:
+    /// the driver's function calls act on the calling thread's current context, and a
+    /// kernel may be looked up on one thread and queried on another.
+    ctx: Arc<CudaContext>,
 }
 
 impl Kernel {
-    pub(crate) fn new(function: CudaFunction, name: &str) -> Self {
+    pub(crate) fn new(function: CudaFunction, name: &str, ctx: Arc<CudaContext>) -> Self {
         Kernel {
             function,
             name: name.into(),
+            ctx,
         }
+    }
+
+    /// Makes the kernel's context current on this thread, for the attribute calls below.
+    fn bind(&self, op: &'static str) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(CudaError::driver(op))
     }
 
     pub(crate) fn function(&self) -> &CudaFunction {
@@ -78,6 +88,7 @@ impl Kernel {
 
     /// Registers per thread of the compiled kernel.
     pub fn num_registers(&self) -> Result<u32> {
+        self.bind("kernel attribute query")?;
         let regs = self
             .function
             .num_regs()
@@ -87,6 +98,7 @@ impl Kernel {
 
     /// The largest block this kernel can be launched with on its device.
     pub fn max_threads_per_block(&self) -> Result<u32> {
+        self.bind("kernel attribute query")?;
         let n = self
             .function
             .max_threads_per_block()
@@ -97,6 +109,7 @@ impl Kernel {
     /// How many blocks of `block` threads using `shared_mem_bytes` of dynamic shared memory fit
     /// on one SM at once: the basis for sizing persistent grids.
     pub fn max_active_blocks_per_sm(&self, block: u32, shared_mem_bytes: usize) -> Result<u32> {
+        self.bind("occupancy query")?;
         self.function
             .occupancy_max_active_blocks_per_multiprocessor(block, shared_mem_bytes, None)
             .map_err(CudaError::driver("occupancy query"))
@@ -107,6 +120,7 @@ impl Kernel {
     pub fn set_max_dynamic_shared_mem(&self, bytes: u32) -> Result<()> {
         use cudarc::driver::sys::CUfunction_attribute_enum as Attr;
         let attr = Attr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.bind("kernel shared memory limit")?;
         self.function
             .set_attribute(attr, bytes as i32)
             .map_err(CudaError::driver("kernel shared memory limit"))

@@ -312,6 +312,30 @@ fn gpu_unknown_kernels_and_bad_lengths_are_typed_errors() {
     ));
 }
 
+/// A kernel looked up on one thread answers its attribute calls on another, where no context
+/// is current yet (the test harness runs each test on a fresh thread, and engines built there
+/// query and set their kernels' attributes before they make a stream).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_kernel_attributes_answer_on_a_thread_without_a_current_context() {
+    let device = device();
+    let kernel = device.kernel("cuzk_fr_mul").unwrap();
+    let elsewhere = std::thread::spawn(move || {
+        let regs = kernel.num_registers().unwrap();
+        let most = kernel.max_threads_per_block().unwrap();
+        kernel.set_max_dynamic_shared_mem(64 << 10).unwrap();
+        let blocks = kernel.max_active_blocks_per_sm(128, 64 << 10).unwrap();
+        (regs, most, blocks)
+    });
+    let (regs, most, blocks) = elsewhere.join().unwrap();
+    assert!(regs > 0 && regs <= 255, "{regs} registers");
+    assert!(most >= 128, "{most} threads a block at most");
+    assert!(
+        blocks >= 1,
+        "{blocks} blocks of 128 threads with 64 KiB each an SM"
+    );
+}
+
 /// Queues roughly ten milliseconds of device work on `stream` (zeroing 16 × 1 GiB), so that a
 /// copy queued after it is certainly still pending when the host acts next.
 fn delay(stream: &Stream, scratch: &mut DeviceBuffer<u8>) {
