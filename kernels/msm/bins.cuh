@@ -111,7 +111,8 @@ __device__ __forceinline__ void bin_pairs(const fr_t* canon, const uint32_t* tai
 
 // `place` below: a block of PLACE_BLOCK threads takes chunks of PLACE_CHUNK consecutive pairs,
 // counting them in PLACE_KEYS shared counters (dynamic shared memory, PLACE_KEYS · 4 bytes).
-// Mirrors PLACE_BLOCK, PLACE_CHUNK and PLACE_KEYS in crates/cuzk-msm/src/gpu/launch.rs.
+// Mirrored by PLACE_BLOCK and PLACE_SHARED (PLACE_KEYS · 4) in crates/cuzk-msm/src/gpu/launch.rs
+// and by PLACE_CHUNK and PLACE_KEYS in the CPU model (crates/cuzk-msm/src/model.rs).
 constexpr uint32_t PLACE_BLOCK = 512;
 constexpr uint32_t PLACE_ITEMS = 16;  // pairs a thread holds
 constexpr uint32_t PLACE_CHUNK = PLACE_BLOCK * PLACE_ITEMS;
@@ -169,7 +170,9 @@ __device__ __forceinline__ void place(const uint2* in, const uint32_t* bounds, u
         for (uint32_t q = 0; q < PLACE_ITEMS; ++q) {
             if (e[q].x == NO_KEY) continue;
             const uint32_t d = e[q].x - lo;
-            pairs[d < PLACE_KEYS ? atomicAdd(&count[d], 1u) : atomicAdd(&cursor[e[q].x], 1u)] = e[q];
+            const uint32_t at =
+                d < PLACE_KEYS ? atomicAdd(&count[d], 1u) : atomicAdd(&cursor[e[q].x], 1u);
+            pairs[at] = e[q];
         }
         __syncthreads();
         for (uint32_t i = threadIdx.x; i < span; i += PLACE_BLOCK) count[i] = 0;

@@ -143,11 +143,12 @@ fn chain<C: MsmCurve>(
 /// window, starting where the histogram's scan puts their first key; each tile of [`BIN_TILE`]
 /// scalars reserves a run in every bin it reaches and writes its pairs there; then each chunk of
 /// the group's binned pairs takes a run from each of its keys' cursors and places its pairs
-/// there (keys too far from the chunk's first bin: a place each). The device reserves and writes in any
-/// order; here tiles go last to first and a tile's scalars likewise, so each bucket's pairs
-/// come out in another order than the scatter's. `pairs[j][w]` is scalar j's (key, value) in
-/// window w of the pass, `None` for a zero digit; `offsets` the scan of the pass's `w_count ·
-/// nb` buckets and its total. Returns the keys and values in place order.
+/// there (keys too far from the chunk's first bin: a place each). The device reserves and
+/// writes in any order; here tiles and chunks go last to first and a tile's scalars likewise,
+/// so each bucket's pairs come out in another order than the scatter's. `pairs[j][w]` is
+/// scalar j's (key, value) in window w of the pass, `None` for a zero digit; `offsets` the scan
+/// of the pass's `w_count · nb` buckets and its total. Returns the keys and values in place
+/// order.
 fn binned_scatter(
     pairs: &[Vec<Option<(u32, u32)>>],
     offsets: &[u32],
