@@ -14,7 +14,8 @@
 //! that took one global atomic on the bucket's cursor for every pair; `place` now ranks each
 //! chunk's pairs in shared memory and takes one global atomic per key of the chunk.
 //!
-//! A pass's windows go in groups of `w_count` windows (the bins of a group fit the shared
+//! A pass's bucket sets (a window each without shifted copies of the bases) go in groups of
+//! `w_count` sets (the bins of a group fit the shared
 //! counters, and the second buffer holds a group's pairs, not a pass's). Per group: `starts`
 //! sets each bin's first place from the histogram's scan, `bin_pairs` fills the second buffer,
 //! `place` moves them; after the last group the cursors stand at their buckets' ends, as the
@@ -28,9 +29,9 @@ namespace msm_bins {
 
 // Mirrors `BinParams` in crates/cuzk-msm/src/gpu/launch.rs.
 struct BinParams {
-    uint32_t w_lo;     // the group's first window, counted from the pass's first
-    uint32_t w_count;  // windows in the group
-    uint32_t shift;    // a bin holds keys [b << shift, (b + 1) << shift) of one window
+    uint32_t w_lo;     // the group's first bucket set, counted from the pass's first
+    uint32_t w_count;  // bucket sets in the group
+    uint32_t shift;    // a bin holds keys [b << shift, (b + 1) << shift) of one set
     uint32_t bins;     // bins of the group: w_count · 2^(c − 1 − shift) ≤ MAX_BINS
 };
 constexpr uint32_t MAX_BINS = 4096;  // MAX_BINS in crates/cuzk-msm/src/plan.rs
@@ -39,7 +40,7 @@ constexpr uint32_t ITEMS = 4;        // scalars per thread
 constexpr uint32_t TILE = BLOCK * ITEMS;
 
 // Calls f(key, bin, value) for every pair of scalar s (base index `point`) in the group's
-// windows: the pass's digits (msm_sort::for_each_digit) restricted to the group.
+// bucket sets: the pass's digits (msm_sort::for_each_digit) restricted to the group's windows.
 template <class Fn>
 __device__ __forceinline__ void group_pairs(const fr_t& s, uint32_t point,
                                             const msm_sort::DigitParams& p, const BinParams& b,
@@ -47,11 +48,11 @@ __device__ __forceinline__ void group_pairs(const fr_t& s, uint32_t point,
     const uint32_t half = 1u << (p.c - 1);
     const uint32_t per_window = half >> b.shift;
     msm_sort::DigitParams g = p;
-    g.w_begin = p.w_begin + b.w_lo;
-    g.w_count = b.w_count;
-    msm_sort::for_each_digit(s, g, [&](uint32_t w, uint32_t d, bool negative) {
-        f((b.w_lo + w) * half + d - 1, w * per_window + ((d - 1) >> b.shift),
-          point | (negative ? msm_sort::SIGN_BIT : 0u));
+    g.w_begin = p.w_begin + b.w_lo * p.copies;
+    g.w_count = min(b.w_count * p.copies, p.w_count - b.w_lo * p.copies);
+    msm_sort::for_each_digit(s, g, [&](uint32_t set, uint32_t d, bool negative, uint32_t copy) {
+        f((b.w_lo + set) * half + d - 1, set * per_window + ((d - 1) >> b.shift),
+          msm_sort::entry_value(p, point, copy, negative));
     });
 }
 

@@ -8,13 +8,19 @@ namespace cuzk {
 namespace msm_sort {
 
 // Mirrors `DigitParams` in crates/cuzk-msm/src/gpu/launch.rs.
+// A pass's digit windows [w_begin, w_begin + w_count) map onto its bucket sets: with a table of
+// `copies` shifted copies of the bases (copy k holds 2^(c·k)·P_i at index k·copy_stride + i),
+// digit window w_begin + j adds into set j / copies and reads its base from copy j % copies
+// (w_begin is a multiple of copies). Without a table copies = 1: a set per window.
 struct DigitParams {
     uint32_t n;            // scalars in this chunk
     uint32_t base_offset;  // index in the bases of the chunk's first scalar
-    uint32_t c;            // window bits; buckets per window are 2^(c-1)
-    uint32_t w_begin;      // first window of this pass
-    uint32_t w_count;      // windows in this pass
+    uint32_t c;            // window bits; buckets per set are 2^(c-1)
+    uint32_t w_begin;      // first digit window of this pass
+    uint32_t w_count;      // digit windows in this pass
     uint32_t flags;        // FLAG_INDEXED: entry j is point tail_idx[j], else base_offset + j
+    uint32_t copies;       // shifted copies of the bases (1: none)
+    uint32_t copy_stride;  // points between copies
 };
 constexpr uint32_t FLAG_INDEXED = 1;
 
@@ -56,18 +62,30 @@ __device__ __forceinline__ uint32_t next_digit(const fr_t& s, uint32_t w, uint32
     return negative ? (1u << c) - d : d;
 }
 
-// Calls f(window − w_begin, |d|, negative) for every non-zero digit d of the windows
-// [w_begin, w_begin + w_count) of s. Digits below w_begin are still computed for their carry.
+// Calls f(set, |d|, negative, copy) for every non-zero digit d of the digit windows
+// [w_begin, w_begin + w_count) of s, with the window's bucket set (counted from the pass's
+// first) and copy of the bases. Digits below w_begin are still computed for their carry.
 template <class Fn>
 __device__ __forceinline__ void for_each_digit(const fr_t& s, const DigitParams& p, Fn f) {
     const uint32_t w_end = p.w_begin + p.w_count;
-    uint32_t carry = 0;
+    uint32_t carry = 0, set = 0, copy = 0;
 #pragma unroll 1
     for (uint32_t w = 0; w < w_end; ++w) {
         bool negative;
         const uint32_t d = next_digit(s, w, p.c, carry, negative);
-        if (w >= p.w_begin && d != 0) f(w - p.w_begin, d, negative);
+        if (w < p.w_begin) continue;
+        if (d != 0) f(set, d, negative, copy);
+        if (++copy == p.copies) {
+            copy = 0;
+            ++set;
+        }
     }
+}
+
+// The sorted entry's value for base `point` of copy 0 read from copy `copy`, signed.
+__device__ __forceinline__ uint32_t entry_value(const DigitParams& p, uint32_t point,
+                                                uint32_t copy, bool negative) {
+    return (point + copy * p.copy_stride) | (negative ? SIGN_BIT : 0u);
 }
 
 // Exclusive scan of one value per thread across the block (blockDim.x a multiple of 32).

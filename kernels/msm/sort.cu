@@ -59,10 +59,10 @@ extern "C" __global__ void cuzk_msm_prepare(const fr_t* in, uint32_t n, uint32_t
     }
 }
 
-// hist[w·2^(c−1) + |d| − 1] += 1 for every non-zero digit d of window w of the canonical
-// scalars canon[from .. counts[0]) (from = 0: all of them; a piece's first index: the piece
-// prepare just converted, so the histogram of a chunk can grow piece by piece while the next
-// piece uploads).
+// hist[set·2^(c−1) + |d| − 1] += 1 for every non-zero digit d of the canonical scalars
+// canon[from .. counts[0]) (from = 0: all of them; a piece's first index: the piece prepare
+// just converted, so the histogram of a chunk can grow piece by piece while the next piece
+// uploads), set being the digit window's bucket set (msm/digits.cuh, DigitParams).
 extern "C" __global__ void cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts,
                                               uint32_t from, DigitParams p, uint32_t* hist) {
     using namespace cuzk::msm_sort;
@@ -70,16 +70,16 @@ extern "C" __global__ void cuzk_msm_histogram(const fr_t* canon, const uint32_t*
     const uint32_t half = 1u << (p.c - 1);
     for (uint64_t j = from + cuzk::thread_index(); j < m; j += cuzk::thread_count()) {
         const fr_t s = canon[j];
-        for_each_digit(s, p, [&](uint32_t w, uint32_t d, bool) {
-            atomicAdd(&hist[w * half + d - 1], 1u);
+        for_each_digit(s, p, [&](uint32_t set, uint32_t d, bool, uint32_t) {
+            atomicAdd(&hist[set * half + d - 1], 1u);
         });
     }
 }
 
 // Places every (bucket, point) pair at cursor[bucket]++ (cursor = the exclusive scan of the
-// histogram): pairs[pos] = (bucket, point index | SIGN_BIT when the digit is negative), one
-// 8-byte store so that each pair dirties one sector, not two. Windows go in batches: all the
-// batch's atomics are issued before any store waits on one, so their latencies overlap.
+// histogram): pairs[pos] = (bucket, entry_value), one 8-byte store so that each pair dirties
+// one sector, not two. Windows go in batches: all the batch's atomics are issued before any
+// store waits on one, so their latencies overlap.
 extern "C" __global__ void cuzk_msm_scatter(const fr_t* canon, const uint32_t* tail_idx,
                                             const uint32_t* counts, DigitParams p,
                                             uint32_t* cursor, uint2* pairs) {
@@ -92,7 +92,7 @@ extern "C" __global__ void cuzk_msm_scatter(const fr_t* canon, const uint32_t* t
         const fr_t s = canon[j];
         const uint32_t point =
             (p.flags & FLAG_INDEXED) ? tail_idx[j] : p.base_offset + (uint32_t)j;
-        uint32_t carry = 0;
+        uint32_t carry = 0, set = 0, copy = 0;
 #pragma unroll 1
         for (uint32_t w0 = 0; w0 < w_end; w0 += BATCH) {
             uint32_t key[BATCH], val[BATCH], pos[BATCH];
@@ -103,9 +103,15 @@ extern "C" __global__ void cuzk_msm_scatter(const fr_t* canon, const uint32_t* t
                 if (w < w_end) {
                     bool negative;
                     const uint32_t d = next_digit(s, w, p.c, carry, negative);
-                    if (w >= p.w_begin && d != 0) {
-                        key[b] = (w - p.w_begin) * half + d - 1;
-                        val[b] = point | (negative ? SIGN_BIT : 0u);
+                    if (w >= p.w_begin) {
+                        if (d != 0) {
+                            key[b] = set * half + d - 1;
+                            val[b] = entry_value(p, point, copy, negative);
+                        }
+                        if (++copy == p.copies) {
+                            copy = 0;
+                            ++set;
+                        }
                     }
                 }
             }

@@ -128,6 +128,7 @@ mod tests {
             affine_levels: Some(0),
             pair_group: 0,
             binned_scatter: Some(false),
+            copies: 1,
         }
     }
 

@@ -99,6 +99,30 @@ pub enum MsmError {
         /// Number of points the output holds.
         out: usize,
     },
+    /// Shifted copies of the bases: at least one (the bases themselves), at most one per
+    /// window of the table's width.
+    #[error(
+        "{copies} shifted copies of the bases is outside the supported range 1..={max} for \
+             {bits}-bit windows"
+    )]
+    BadCopies {
+        /// The number asked for.
+        copies: u32,
+        /// The table's window width.
+        bits: u32,
+        /// The largest useful number: the windows of that width.
+        max: u32,
+    },
+    /// The bases' copies would index past the 31 bits a sorted entry carries.
+    #[error("{copies} copies of {len} bases exceed the {max} points a table can index")]
+    TableTooLarge {
+        /// Copies asked for.
+        copies: u32,
+        /// Bases per copy.
+        len: usize,
+        /// Most points of a table.
+        max: usize,
+    },
     /// The CUDA runtime failed (kernel image, launch, copy or allocation).
     #[cfg(feature = "cuda")]
     #[error(transparent)]

@@ -156,6 +156,8 @@ fn binned_scatter(
     w_count: usize,
     plan: &Plan,
 ) -> (Vec<u32>, Vec<u32>) {
+    // A scalar's pairs come per digit window, `copies` of them to each bucket set.
+    let copies = plan.copies as usize;
     const BIN_TILE: usize = 1024;
     // PLACE_CHUNK and PLACE_KEYS in kernels/msm/bins.cuh.
     const PLACE_CHUNK: usize = 512 * 16;
@@ -181,7 +183,7 @@ fn binned_scatter(
         };
         let mut tmp: Vec<Option<(u32, u32)>> = vec![None; (end - base) as usize];
         let group_pairs = |s: &Vec<Option<(u32, u32)>>| {
-            s[w_lo..w_lo + g]
+            s[w_lo * copies..((w_lo + g) * copies).min(s.len())]
                 .iter()
                 .flatten()
                 .copied()
@@ -491,11 +493,29 @@ pub fn msm<C: MsmCurve>(
 ) -> C::Projective {
     let n = scalars.len();
     let nb = plan.buckets as usize;
+    // With copies, `bases` holds `plan.copies` of them back to back and a bucket set takes
+    // that many digit windows.
+    let copies = plan.copies as usize;
+    assert_eq!(bases.len() % copies, 0);
+    let stride = bases.len() / copies;
+    let digit_windows = crate::digits::window_count(plan.bits) as usize;
     let mut all_windows = vec![C::Projective::identity(); plan.windows as usize];
     let mut ones = [C::Projective::identity()];
     for pass in 0..plan.passes() {
         let w_begin = pass * plan.pass_windows;
         let w_count = plan.pass_windows.min(plan.windows - w_begin) as usize;
+        let d_begin = w_begin as usize * copies;
+        let d_count = (w_count * copies).min(digit_windows - d_begin);
+        // Digit window d_begin + j of a scalar with base index idx: its key (bucket set j /
+        // copies) and value (copy j % copies), or None for a zero digit.
+        let pair = |d: &[i32], j: usize, idx: u32| -> Option<(u32, u32)> {
+            let dw = d[d_begin + j];
+            (dw != 0).then(|| {
+                let key = ((j / copies) * nb) as u32 + dw.unsigned_abs() - 1;
+                let point = idx + ((j % copies) * stride) as u32;
+                (key, point | if dw < 0 { 1 << 31 } else { 0 })
+            })
+        };
         let mut buckets = vec![C::Projective::identity(); w_count * nb];
         for chunk in 0..plan.chunks(n) {
             let range = chunk * plan.chunk..((chunk + 1) * plan.chunk).min(n);
@@ -525,17 +545,16 @@ pub fn msm<C: MsmCurve>(
                 .iter()
                 .map(|(s, _)| signed_digits(s, plan.bits))
                 .collect();
-            let each = |f: &mut dyn FnMut(usize, i32, u32)| {
+            let each = |f: &mut dyn FnMut(u32, u32)| {
                 for ((_, idx), d) in tail.iter().zip(&digits) {
-                    for w in 0..w_count {
-                        let dw = d[w_begin as usize + w];
-                        if dw != 0 {
-                            f(w * nb + dw.unsigned_abs() as usize - 1, dw, *idx);
+                    for j in 0..d_count {
+                        if let Some((key, val)) = pair(d, j, *idx) {
+                            f(key, val);
                         }
                     }
                 }
             };
-            each(&mut |key, _, _| hist[key] += 1);
+            each(&mut |key, _| hist[key as usize] += 1);
             // The histogram's exclusive scan and its total.
             let offsets: Vec<u32> = std::iter::once(0)
                 .chain(hist.iter().scan(0u32, |acc, &h| {
@@ -547,11 +566,11 @@ pub fn msm<C: MsmCurve>(
             let mut cursor = offsets[..hist.len()].to_vec();
             let mut keys = vec![0u32; m as usize];
             let mut vals = vec![0u32; m as usize];
-            each(&mut |key, d, idx| {
-                let pos = cursor[key] as usize;
-                cursor[key] += 1;
-                keys[pos] = key as u32;
-                vals[pos] = idx | if d < 0 { 1 << 31 } else { 0 };
+            each(&mut |key, val| {
+                let pos = cursor[key as usize] as usize;
+                cursor[key as usize] += 1;
+                keys[pos] = key;
+                vals[pos] = val;
             });
             if plan.bin_windows > 0 {
                 // The binned scatter leaves each bucket's pairs, in some order, where the
@@ -559,17 +578,7 @@ pub fn msm<C: MsmCurve>(
                 let per_scalar: Vec<Vec<Option<(u32, u32)>>> = tail
                     .iter()
                     .zip(&digits)
-                    .map(|((_, idx), d)| {
-                        (0..w_count)
-                            .map(|w| {
-                                let dw = d[w_begin as usize + w];
-                                (dw != 0).then(|| {
-                                    let key = (w * nb) as u32 + dw.unsigned_abs() - 1;
-                                    (key, idx | if dw < 0 { 1 << 31 } else { 0 })
-                                })
-                            })
-                            .collect()
-                    })
+                    .map(|((_, idx), d)| (0..d_count).map(|j| pair(d, j, *idx)).collect())
                     .collect();
                 let (bk, bv) = binned_scatter(&per_scalar, &offsets, nb, w_count, plan);
                 assert_eq!(
@@ -586,7 +595,8 @@ pub fn msm<C: MsmCurve>(
                 vals = bv;
             }
             if plan.affine_levels > 0 {
-                let len = range.len();
+                // The most entries a bucket set can hold from each of its digit windows.
+                let len = range.len() * copies;
                 pair_levels::<C>(
                     &keys,
                     &vals,
@@ -614,7 +624,7 @@ pub fn msm<C: MsmCurve>(
     }
     let mut acc = C::Projective::identity();
     for w in all_windows.iter().rev() {
-        for _ in 0..plan.bits {
+        for _ in 0..plan.set_bits() {
             acc = acc.double();
         }
         acc += w;
@@ -627,7 +637,7 @@ mod tests {
     use super::*;
     use crate::curve::{G1, G2};
     use crate::plan::{bin_shift, bin_windows, PlanInput};
-    use crate::testing::{random_bases, random_scalars, sparse_scalars};
+    use crate::testing::{random_bases, random_scalars, shifted_table, sparse_scalars};
     use cuzk_field::PrimeCurveAffine;
     use ff::Field;
 
@@ -644,6 +654,7 @@ mod tests {
             affine_levels: Some(0),
             pair_group: 0,
             binned_scatter: Some(false),
+            copies: 1,
         }
     }
 
@@ -914,6 +925,88 @@ mod tests {
             &binned(&p, 2, 1),
             "binned, g2",
         );
+    }
+
+    #[test]
+    fn shifted_copies_match_reference() {
+        // Sets of several digit windows, each window's base read from its copy: random and
+        // edge scalars, split and dense, with the binned scatter, pair levels, chunks and
+        // passes, and a last set shorter than the others (43 windows of 6 bits in sets of 5).
+        let n = 700;
+        let bases = random_bases::<G1>(n, 40);
+        let mut with_identity = bases.clone();
+        for i in (0..n).step_by(5) {
+            with_identity[i] = PrimeCurveAffine::identity();
+        }
+        let edge = [Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64)];
+        let edges: Vec<Scalar> = (0..n).map(|i| edge[i % edge.len()]).collect();
+        for (bits, copies) in [(6, 5), (6, 43), (8, 2), (10, 26), (4, 64)] {
+            let p = Plan::new(&PlanInput {
+                copies,
+                ..input(n, bits)
+            })
+            .unwrap();
+            assert_eq!(
+                (p.copies, p.windows),
+                (copies, crate::digits::window_count(bits).div_ceil(copies))
+            );
+            let table = shifted_table::<G1>(&bases, bits, copies);
+            let want = crate::cpu::msm::<G1>(&bases, &random_scalars(n, 41)).unwrap();
+            let own = bin_windows(p.pass_windows);
+            for q in [
+                p,
+                binned(&p, own, bin_shift(p.chunk * copies as usize, bits, own)),
+                binned(&p, 1, 0),
+                with_levels(&p, 2),
+            ] {
+                for split in [false, true] {
+                    let got = msm::<G1>(&table, &random_scalars(n, 41), &q, split);
+                    assert_eq!(got, want, "bits {bits}, copies {copies}, {q:?}");
+                }
+            }
+            let table = shifted_table::<G1>(&with_identity, bits, copies);
+            let want = crate::cpu::msm::<G1>(&with_identity, &edges).unwrap();
+            for split in [false, true] {
+                assert_eq!(msm::<G1>(&table, &edges, &p, split), want, "edges");
+            }
+        }
+        // Chunks and passes over sets.
+        let least = match Plan::new(&PlanInput {
+            allowance: 0,
+            copies: 3,
+            ..input(n, 7)
+        }) {
+            Err(crate::MsmError::AllowanceTooSmall { needed, .. }) => needed,
+            other => panic!("{other:?}"),
+        };
+        let table = shifted_table::<G1>(&bases, 7, 3);
+        let scalars = sparse_scalars(n, 0.2, 0.2, 42);
+        let want = crate::cpu::msm::<G1>(&bases, &scalars).unwrap();
+        for allowance in [least, least * 3 / 2] {
+            let p = Plan::new(&PlanInput {
+                allowance,
+                copies: 3,
+                split: true,
+                ..input(n, 7)
+            })
+            .unwrap();
+            assert!(p.chunks(n) > 1 || p.passes() > 1, "{allowance}: {p:?}");
+            for q in [p, binned(&p, 1, 1)] {
+                assert_eq!(msm::<G1>(&table, &scalars, &q, true), want, "{q:?}");
+            }
+        }
+        // G2.
+        let g2 = random_bases::<G2>(200, 43);
+        let table = shifted_table::<G2>(&g2, 9, 4);
+        let p = Plan::new(&PlanInput {
+            copies: 4,
+            xyzz_bytes: 384,
+            ..input(200, 9)
+        })
+        .unwrap();
+        let scalars = random_scalars(200, 44);
+        let want = crate::cpu::msm::<G2>(&g2, &scalars).unwrap();
+        assert_eq!(msm::<G2>(&table, &scalars, &p, false), want, "g2");
     }
 
     #[test]

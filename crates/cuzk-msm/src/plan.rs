@@ -166,6 +166,12 @@ pub struct PlanInput {
     /// leaves it to the plan (from [`BIN_MIN_POINTS`] of tail). A plan that cannot fit the
     /// second pair buffer scatters in one pass.
     pub binned_scatter: Option<bool>,
+    /// Shifted copies of the bases the call reads (1: the bases alone). With t copies of
+    /// `bits`-bit windows (copy k holds 2^(bits·k)·P_i), t consecutive windows share one set of
+    /// buckets, each reading its own copy: the buckets to sum and their memory shrink t-fold,
+    /// so wider windows (fewer additions) pay. Needs `bits`, the width the copies were made
+    /// for.
+    pub copies: u32,
 }
 
 impl PlanInput {
@@ -189,11 +195,14 @@ impl PlanInput {
 pub struct Plan {
     /// Window width c.
     pub bits: u32,
-    /// Windows of a scalar, ⌈256 / c⌉.
+    /// Bucket sets of a scalar: its ⌈256 / c⌉ digit windows, `copies` to a set. Without
+    /// copies a set is a window, and the rest of the plan speaks of windows.
     pub windows: u32,
-    /// Buckets per window, 2^(c−1).
+    /// Shifted copies of the bases (1: none); digit windows per bucket set.
+    pub copies: u32,
+    /// Buckets per set, 2^(c−1).
     pub buckets: u32,
-    /// Windows handled per pass over the scalars.
+    /// Bucket sets handled per pass over the scalars.
     pub pass_windows: u32,
     /// Points per chunk: the points sorted together.
     pub chunk: usize,
@@ -452,7 +461,7 @@ impl Plan {
         self.sizes = level_sizes(
             self.sizes,
             self.affine_levels,
-            g as usize * self.chunk,
+            g as usize * self.chunk * self.copies as usize,
             g as usize * self.buckets as usize,
         );
         self
@@ -476,6 +485,18 @@ impl Plan {
                 });
             }
         }
+        if input.copies != 1 {
+            // Copies are made for one width, so the plan cannot choose another.
+            let bits = input.bits.unwrap_or(0);
+            let max = if bits == 0 { 1 } else { window_count(bits) };
+            if input.copies == 0 || input.copies > max {
+                return Err(MsmError::BadCopies {
+                    copies: input.copies,
+                    bits,
+                    max,
+                });
+            }
+        }
         let n = input.n.max(1);
         let preferred = input
             .bits
@@ -489,7 +510,7 @@ impl Plan {
         };
         let mut least = usize::MAX;
         for &bits in &widths {
-            let windows = window_count(bits);
+            let windows = window_count(bits).div_ceil(input.copies);
             // Halve the windows per pass until a chunk of a useful size fits, then accept any.
             let mut passes: Vec<u32> = Vec::new();
             let mut w = windows;
@@ -523,7 +544,10 @@ impl Plan {
     /// The plan for a given chunk size.
     pub fn with_chunk(input: &PlanInput, bits: u32, pass_windows: u32, chunk: usize) -> Plan {
         let buckets = buckets_per_window(bits);
-        let pairs = chunk * pass_windows as usize;
+        let copies = input.copies.max(1);
+        // Digit windows of a pass: `copies` per bucket set, at most a scalar's.
+        let pass_digits = (pass_windows * copies).min(window_count(bits)) as usize;
+        let pairs = chunk * pass_digits;
         let threads = input.sm_count.max(1) as usize * 1024;
         let span_affine = (1u32 << floor_log2(pairs / threads).clamp(3, 7)).max(8);
         // The buckets of a window are summed in segments; aim for a few hundred threads per SM.
@@ -556,16 +580,17 @@ impl Plan {
             partial_b: second,
             bucket_points: hist,
             segment_points: segments,
-            result_points: window_count(bits) as usize + 1,
+            result_points: window_count(bits).div_ceil(copies) as usize + 1,
             affine_a: 0,
             affine_b: 0,
             window_buckets: 0,
-            bin_pairs: chunk * bin_windows as usize,
+            bin_pairs: chunk * pass_digits.min(bin_windows as usize * copies as usize),
             bin_cursors: if bin_windows > 0 { MAX_BINS + 2 } else { 0 },
         };
         Plan {
             bits,
-            windows: window_count(bits),
+            windows: window_count(bits).div_ceil(copies),
+            copies,
             buckets,
             pass_windows,
             chunk,
@@ -576,11 +601,11 @@ impl Plan {
             pair_group: 1,
             bin_windows,
             bin_shift: if bin_windows > 0 {
-                bin_shift(chunk, bits, bin_windows)
+                bin_shift(chunk * copies as usize, bits, bin_windows)
             } else {
                 0
             },
-            sizes: level_sizes(sizes, levels, chunk, nb),
+            sizes: level_sizes(sizes, levels, chunk * copies as usize, nb),
         }
     }
 
@@ -588,7 +613,7 @@ impl Plan {
         let n = input.n.max(1);
         let cap = n
             .min(MAX_CHUNK)
-            .min((MAX_PAIRS / pass_windows as u64) as usize);
+            .min((MAX_PAIRS / (pass_windows as u64 * input.copies.max(1) as u64)) as usize);
         let fits = |chunk: usize| {
             let p = Self::with_chunk(input, bits, pass_windows, chunk);
             (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
@@ -615,6 +640,12 @@ impl Plan {
     /// Chunks per pass.
     pub fn chunks(&self, n: usize) -> usize {
         n.max(1).div_ceil(self.chunk)
+    }
+
+    /// Bits between consecutive bucket sets: the weight 2^(this) of one set's sum over the
+    /// previous one's is `copies` windows' worth.
+    pub fn set_bits(&self) -> u32 {
+        self.bits * self.copies
     }
 
     /// Passes over the scalars.
@@ -758,6 +789,7 @@ mod tests {
             affine_levels: Some(0),
             pair_group: 0,
             binned_scatter: Some(false),
+            copies: 1,
         }
     }
 

@@ -4,7 +4,7 @@
 //! generated point is.
 
 use crate::curve::MsmCurve;
-use cuzk_field::{FrRepr, Scalar};
+use cuzk_field::{FrRepr, PrimeCurveAffine, Scalar};
 use ff::Field;
 use group::Group;
 use rand::{Rng, SeedableRng};
@@ -73,6 +73,26 @@ pub fn random_bases<C: MsmCurve>(n: usize, seed: u64) -> Vec<C::Affine> {
         .par_chunks(CHUNK)
         .flat_map_iter(C::batch_to_affine)
         .collect()
+}
+
+/// The bases followed by their shifted copies, as [`crate::gpu::MsmEngine::shift_bases`] lays
+/// them out on the device: copy k holds 2^(bits·k)·P_i at k·len + i, for k < `copies`.
+pub fn shifted_table<C: MsmCurve>(bases: &[C::Affine], bits: u32, copies: u32) -> Vec<C::Affine> {
+    let mut table = bases.to_vec();
+    let mut copy: Vec<C::Projective> = bases.par_iter().map(|p| p.to_curve()).collect();
+    for _ in 1..copies {
+        copy.par_iter_mut().for_each(|p| {
+            for _ in 0..bits {
+                *p = p.double();
+            }
+        });
+        table.extend(
+            copy.par_chunks(CHUNK)
+                .flat_map_iter(C::batch_to_affine)
+                .collect::<Vec<_>>(),
+        );
+    }
+    table
 }
 
 /// SplitMix64, as the device's point generator uses it.

@@ -21,6 +21,9 @@ use proptest::prelude::*;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+#[path = "gpu/shift.rs"]
+mod shift;
+
 struct Gpu {
     device: Device,
     stream: Stream,
@@ -553,6 +556,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         affine_levels: Some(0),
         pair_group: 0,
         binned_scatter: Some(false),
+        copies: 1,
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
         let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
@@ -877,6 +881,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         affine_levels: Some(0),
         pair_group: 0,
         binned_scatter: Some(false),
+        copies: 1,
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of
     // scalars take, so the batch must stage them.

@@ -102,7 +102,7 @@ impl MsmEngine {
                 }
             })
             .collect();
-        let base = self.plan_input::<C>(0, 0, false, false, config, allowance);
+        let base = bases.plan_input(self.plan_input::<C>(0, 0, false, false, config, allowance));
         let batch = BatchPlan::new(&shapes, &base)?;
         let mut host_index = 0;
         let mut sets: Vec<Set<'_>> = resolved

@@ -275,7 +275,10 @@ impl FixedBaseEngine {
         if n == 0 {
             // The driver refuses empty allocations: keep one spare point, as `Bases` does.
             let points = stream.alloc_zeroed(1)?;
-            return Ok(Bases { points, len: 0 });
+            return Ok(Bases {
+                len: 0,
+                ..Bases::from_device(points)
+            });
         }
         let mut points = stream.alloc::<C::AffineRepr>(n)?;
         self.mul(stream, table, scalars, &mut points.as_view_mut())?;

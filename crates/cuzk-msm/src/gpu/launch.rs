@@ -29,9 +29,28 @@ pub(super) struct DigitParams {
     pub n: u32,
     pub base_offset: u32,
     pub c: u32,
+    /// First digit window of the pass (a multiple of `copies`).
     pub w_begin: u32,
+    /// Digit windows of the pass.
     pub w_count: u32,
     pub flags: u32,
+    /// Shifted copies of the bases the entries read (1: none): digit window `w_begin + j`
+    /// adds into bucket set `j / copies` and reads copy `j % copies`.
+    pub copies: u32,
+    /// Points between copies.
+    pub copy_stride: u32,
+}
+
+impl DigitParams {
+    /// Bucket sets of the pass: a window each without copies.
+    pub fn sets(&self) -> u32 {
+        self.w_count.div_ceil(self.copies.max(1))
+    }
+
+    /// Buckets of the pass: its sets' 2^(c−1) each.
+    fn buckets(&self) -> usize {
+        self.sets() as usize * (1usize << (self.c - 1))
+    }
 }
 
 /// `DigitParams::flags`: entry j is point `tail_idx[j]` rather than `base_offset + j`.
@@ -66,6 +85,7 @@ pub(super) struct CurveKernels {
     level_xyzz: Kernel,
     bucket_sums: Kernel,
     gen_points: Kernel,
+    shift_copy: Kernel,
     /// The batch-affine pair levels and the level over their keyed affine points.
     pairs: PairKernels,
 }
@@ -111,6 +131,7 @@ impl Kernels {
                 level_xyzz: k(&format!("cuzk_msm_{g}_level_xyzz"))?,
                 bucket_sums: k(&format!("cuzk_msm_{g}_bucket_sums"))?,
                 gen_points: k(&format!("cuzk_curve_{g}_gen_points"))?,
+                shift_copy: k(&format!("cuzk_curve_{g}_shift_copy"))?,
                 pairs: PairKernels {
                     sorted: k(&format!("cuzk_msm_{g}_pair_level_sorted"))?,
                     keyed: k(&format!("cuzk_msm_{g}_pair_level_keyed"))?,
@@ -206,6 +227,37 @@ pub(super) fn gen_points<C: MsmCurve>(
     Ok(())
 }
 
+/// Fills copy `k` (≥ 1) of `table`, copies of `n` points each, with 2^bits times copy k − 1.
+pub(super) fn shift_copy<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    table: &mut DeviceBuffer<C::AffineRepr>,
+    n: usize,
+    copy: u32,
+    bits: u32,
+) -> Result<(), MsmError> {
+    assert!(copy >= 1 && n > 0 && table.len() >= (copy as usize + 1) * n);
+    let per = GEN_POINTS_PER_THREAD;
+    let cfg = threads(n.div_ceil(per as usize), CURVE_BLOCK);
+    let n64 = n as u64;
+    // SAFETY: `cuzk_curve_{g1,g2}_shift_copy(affine_t<F>* table, uint64_t n, uint32_t k,
+    // uint32_t bits, uint32_t per)` gets these arguments, the point layout matching
+    // `C::AffineRepr`. Thread t reads table[(k − 1)·n + t·per ..] and writes table[k·n + t·per
+    // ..], both below (k + 1)·n ≤ table.len() (checked above); per = 16 is within the
+    // kernel's limit; the grid covers n / per.
+    unsafe {
+        stream
+            .launch(&k.curve::<C>().shift_copy)
+            .buf_mut(table)
+            .arg(&n64)
+            .arg(&copy)
+            .arg(&bits)
+            .arg(&per)
+            .launch(cfg)
+    }?;
+    Ok(())
+}
+
 /// Canonical scalars of one piece of a chunk, and in split mode the index lists and counts.
 ///
 /// Dense: the piece lands at `canon[canon_offset..]`. Split: the tail is appended at
@@ -263,7 +315,7 @@ pub(super) fn histogram(
     p: &DigitParams,
     hist: &mut DeviceViewMut<'_, u32>,
 ) -> Result<(), MsmError> {
-    assert!(hist.len() >= p.w_count as usize * (1usize << (p.c - 1)));
+    assert!(hist.len() >= p.buckets() && p.copies >= 1);
     assert!(
         canon.len() >= p.n as usize && scalars.start <= scalars.end && scalars.end <= p.n as usize
     );
@@ -271,7 +323,7 @@ pub(super) fn histogram(
     // SAFETY: `cuzk_msm_histogram(const fr_t* canon, const uint32_t* counts, uint32_t from,
     // DigitParams p, uint32_t* hist)` gets these arguments, DigitParams with the same C layout.
     // It reads canon[from .. counts[0]) with counts[0] ≤ p.n (prepare writes at most the
-    // chunk's n) and canon ≥ p.n long, and increments hist below w_count·2^(c−1) (checked
+    // chunk's n) and canon ≥ p.n long, and increments hist below sets·2^(c−1) (checked
     // above). Grid-stride, sized for `scalars` (the kernel stops at counts[0] whatever it is).
     unsafe {
         stream
@@ -353,11 +405,11 @@ pub(super) fn scatter(
 ) -> Result<(), MsmError> {
     let max_pairs = p.n as usize * p.w_count as usize;
     assert!(pairs.len() >= 2 * max_pairs && canon.len() >= p.n as usize);
-    assert!(cursor.len() >= p.w_count as usize * (1usize << (p.c - 1)));
+    assert!(cursor.len() >= p.buckets() && p.copies >= 1);
     assert!(p.flags & DIGITS_INDEXED == 0 || tail_idx.len() >= p.n as usize);
     // SAFETY: `cuzk_msm_scatter(const fr_t* canon, const uint32_t* tail_idx, const uint32_t*
     // counts, DigitParams p, uint32_t* cursor, uint2* pairs)`. It reads counts[0] ≤ p.n
-    // scalars (and indices, when indexed), bumps cursor below w_count·2^(c−1) (checked above),
+    // scalars (and indices, when indexed), bumps cursor below sets·2^(c−1) (checked above),
     // and writes pairs at cursor positions, which the histogram of the same digits bounds by
     // the number of non-zero digits ≤ n·w_count; pairs holds that many u32 pairs (checked
     // above) and, as a whole allocation, is aligned for 8-byte stores.
@@ -854,24 +906,27 @@ pub(super) fn binned_scatter(
     bins: &mut BinBuffers,
 ) -> Result<(), MsmError> {
     let half = 1u32 << (p.c - 1);
-    let pass_buckets = p.w_count as usize * half as usize;
-    assert!(cursor.len() > pass_buckets);
+    let pass_buckets = p.buckets();
+    let sets = p.sets();
+    assert!(cursor.len() > pass_buckets && p.copies >= 1);
     assert!(pairs.len() >= 2 * len * p.w_count as usize);
     assert!(canon.len() >= len && !counts.is_empty() && len <= p.n as usize);
     assert!(p.flags & DIGITS_INDEXED == 0 || tail_idx.len() >= len);
     assert!(group >= 1 && shift < p.c);
     let blocks = u32_len(len.div_ceil(BIN_TILE).max(1));
+    // Groups of `group` bucket sets; a group's digit windows are its sets' windows.
     let mut w_lo = 0;
-    while w_lo < p.w_count {
-        let w_count = group.min(p.w_count - w_lo);
+    while w_lo < sets {
+        let w_count = group.min(sets - w_lo);
         let b = BinParams {
             w_lo,
             w_count,
             shift,
             bins: w_count * (half >> shift),
         };
+        let digit_windows = (w_count * p.copies).min(p.w_count - w_lo * p.copies);
         w_lo += w_count;
-        let group_pairs = len * w_count as usize;
+        let group_pairs = len * digit_windows as usize;
         assert!(b.bins as usize <= MAX_BINS && bins.cursors.len() >= b.bins as usize + 2);
         assert!(bins.tmp.len() >= 2 * group_pairs);
         // SAFETY: `cuzk_msm_bin_starts(const uint32_t* offsets, uint32_t half, BinParams b,
@@ -894,7 +949,7 @@ pub(super) fn binned_scatter(
         // counts[0] ≤ len (both buffers at least len long, checked above), counts its pairs
         // of the group into b.bins ≤ MAX_BINS shared counters (checked above), reserves runs
         // from cursor[0 .. bins) (the cursors) and writes each pair of the group once, at a
-        // place below the group's pair count ≤ len · w_count, which tmp holds (checked
+        // place below the group's pair count ≤ len · its digit windows, which tmp holds (checked
         // above); an allocation is aligned for 8-byte stores. Blocks of BIN_BLOCK threads as
         // the kernel assumes, one per tile of the chunk.
         unsafe {
@@ -916,7 +971,7 @@ pub(super) fn binned_scatter(
         // bin_starts) and moves each to pairs at a place taken from cursor[key] for the
         // group's keys, below pass_buckets < cursor.len(); those places are the group's
         // buckets' ranges, which the histogram of the same digits bounds by the pass's pair
-        // count ≤ len · w_count, which pairs holds (checked above). Blocks of PLACE_BLOCK
+        // count ≤ len · p.w_count, which pairs holds (checked above). Blocks of PLACE_BLOCK
         // threads with PLACE_SHARED bytes of dynamic shared memory, as the kernel assumes
         // (allowed at load); grid-stride over chunks.
         unsafe {

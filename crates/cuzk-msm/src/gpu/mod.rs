@@ -38,6 +38,7 @@ mod fixed;
 mod host_bases;
 mod launch;
 mod run;
+mod shift;
 mod workspace;
 
 use crate::curve::MsmCurve;
@@ -124,18 +125,29 @@ pub struct MsmConfig {
     pub binned_scatter: Option<bool>,
 }
 
-/// Bases resident on the device, uploaded or generated once and used by many MSMs.
+/// Bases resident on the device, uploaded or generated once and used by many MSMs; optionally
+/// with shifted copies of them ([`MsmEngine::shift_bases`]).
 pub struct Bases<C: MsmCurve> {
-    /// At least one element, since the driver refuses empty allocations.
+    /// At least one element, since the driver refuses empty allocations. With copies, copy k
+    /// at k·len holds 2^(shift_bits·k) times the bases.
     points: DeviceBuffer<C::AffineRepr>,
     len: usize,
+    /// Copies held, the bases themselves included (1: none).
+    copies: u32,
+    /// The window width the copies were made for (0 without copies).
+    shift_bits: u32,
 }
 
 impl<C: MsmCurve> Bases<C> {
     /// Wraps points already on the device (blst's affine layout, identity all zeros).
     pub fn from_device(points: DeviceBuffer<C::AffineRepr>) -> Self {
         let len = points.len();
-        Bases { points, len }
+        Bases {
+            points,
+            len,
+            copies: 1,
+            shift_bits: 0,
+        }
     }
 
     /// Number of points.
@@ -148,15 +160,43 @@ impl<C: MsmCurve> Bases<C> {
         self.len == 0
     }
 
-    /// The device buffer of the points (one spare element when there are none).
+    /// Copies of the bases held on the device, the bases themselves included (1: none), and
+    /// the window width they were made for (0 without copies).
+    pub fn copies(&self) -> (u32, u32) {
+        (self.copies, self.shift_bits)
+    }
+
+    /// Device bytes the points and their copies take.
+    pub fn device_bytes(&self) -> usize {
+        self.points.len() * std::mem::size_of::<C::AffineRepr>()
+    }
+
+    /// The device buffer of the points (one spare element when there are none), followed by
+    /// their copies where there are any.
     pub fn points(&self) -> &DeviceBuffer<C::AffineRepr> {
         &self.points
     }
 
     /// The device buffer of the points, to refill in place: a caller that streams bases
-    /// through the device in chunks reuses one `Bases` for every chunk.
+    /// through the device in chunks reuses one `Bases` for every chunk. Copies, which would
+    /// no longer match, stop being used.
     pub fn points_mut(&mut self) -> &mut DeviceBuffer<C::AffineRepr> {
+        self.copies = 1;
+        self.shift_bits = 0;
         &mut self.points
+    }
+
+    /// `input` for an MSM over these bases: with copies, their count and the width they were
+    /// made for, which the plan must keep.
+    fn plan_input(&self, input: PlanInput) -> PlanInput {
+        if self.copies <= 1 {
+            return input;
+        }
+        PlanInput {
+            copies: self.copies,
+            bits: Some(self.shift_bits),
+            ..input
+        }
     }
 
     /// Copies the points back to the host.
@@ -170,6 +210,8 @@ impl<C: MsmCurve> fmt::Debug for Bases<C> {
         f.debug_struct("Bases")
             .field("group", &C::NAME)
             .field("len", &self.len())
+            .field("copies", &self.copies)
+            .field("shift_bits", &self.shift_bits)
             .finish()
     }
 }
@@ -285,7 +327,10 @@ impl MsmEngine {
     ) -> Result<Bases<C>, MsmError> {
         if points.is_empty() {
             let points = stream.alloc_zeroed(1)?;
-            return Ok(Bases { points, len: 0 });
+            return Ok(Bases {
+                len: 0,
+                ..Bases::from_device(points)
+            });
         }
         Ok(Bases::from_device(stream.upload(points)?))
     }
@@ -335,7 +380,9 @@ impl MsmEngine {
         let mut cache = lock(&self.workspaces);
         let allowance = self.allowance::<C>(&cache, config)?;
         let staged = matches!(source, Source::Host(_));
-        let plan = self.plan::<C>(n, tail, split, staged, config, allowance)?;
+        let plan = Plan::new(
+            &bases.plan_input(self.plan_input::<C>(n, tail, split, staged, config, allowance)),
+        )?;
         let mut info = CallInfo {
             plan,
             split,
@@ -366,7 +413,7 @@ impl MsmEngine {
         // The call's one wait: the window sums and the ones' sum, a few hundred bytes each.
         let sums: Vec<C::XyzzRepr> =
             stream.download(&ws.results.slice(..plan.windows as usize + 1))?;
-        let result = run::combine::<C>(&sums, plan.bits)?;
+        let result = run::combine::<C>(&sums, plan.set_bits())?;
         if let Some(p) = profile {
             info.phases = p.totals()?;
         }
@@ -391,19 +438,6 @@ impl MsmEngine {
         Ok((free + cached_bytes).saturating_sub(VRAM_MARGIN))
     }
 
-    /// The plan of one MSM of `n` points (`tail` expected past the split) in `allowance`.
-    fn plan<C: MsmCurve>(
-        &self,
-        n: usize,
-        tail: usize,
-        split: bool,
-        staged: bool,
-        config: &MsmConfig,
-        allowance: usize,
-    ) -> Result<Plan, MsmError> {
-        Plan::new(&self.plan_input::<C>(n, tail, split, staged, config, allowance))
-    }
-
     fn plan_input<C: MsmCurve>(
         &self,
         n: usize,
@@ -425,6 +459,7 @@ impl MsmEngine {
             affine_levels: config.affine_levels,
             pair_group: config.pair_group,
             binned_scatter: config.binned_scatter,
+            copies: 1,
         }
     }
 

@@ -6,6 +6,7 @@ use super::launch::{self, Count, DigitParams, FirstLevel, DIGITS_INDEXED};
 use super::workspace::{AffineLevels, Workspace};
 use super::{CallInfo, MsmEngine, Source};
 use crate::curve::MsmCurve;
+use crate::digits::window_count;
 use crate::plan::{Plan, SPAN_ONES, SPAN_XYZZ};
 use crate::MsmError;
 use cuzk_cuda::{Device, DeviceBuffer, DeviceView, PinnedBuffer, Stream, Timeline};
@@ -63,12 +64,21 @@ impl MsmEngine {
         let k = &self.kernels;
         let plan = &info.plan;
         let split = info.split;
+        // Bucket sets (windows, without shifted copies of the bases).
         let windows = plan.windows as usize;
         let nb = plan.buckets;
+        let digit_windows = window_count(plan.bits);
+        // With copies, `bases` holds `plan.copies` of them back to back.
+        assert!(plan.copies >= 1 && bases.len() % plan.copies as usize == 0);
+        let copy_stride = u32::try_from(bases.len() / plan.copies as usize)
+            .expect("a table's points are indexed in 31 bits");
         stream.zero(&mut ws.results.slice_mut(..windows + 1))?;
         for pass in 0..plan.passes() {
             let w_begin = pass * plan.pass_windows;
             let w_count = plan.pass_windows.min(plan.windows - w_begin);
+            // The pass's digit windows: `copies` to each of its sets.
+            let d_begin = w_begin * plan.copies;
+            let d_count = (w_count * plan.copies).min(digit_windows - d_begin);
             let pass_buckets = w_count as usize * nb as usize;
             stream.zero(&mut ws.buckets.slice_mut(..pass_buckets))?;
             for chunk in 0..plan.chunks(n) {
@@ -78,9 +88,11 @@ impl MsmEngine {
                     n: len as u32,
                     base_offset: lo as u32,
                     c: plan.bits,
-                    w_begin,
-                    w_count,
+                    w_begin: d_begin,
+                    w_count: d_count,
                     flags: if split { DIGITS_INDEXED } else { 0 },
+                    copies: plan.copies,
+                    copy_stride,
                 };
                 mark(profile, 0)?;
                 stream.zero(&mut ws.counts)?;
@@ -215,7 +227,7 @@ impl MsmEngine {
                         bases,
                     },
                     Count::Device(ws.offsets.slice(pass_buckets..pass_buckets + 1)),
-                    len * w_count as usize,
+                    len * d_count as usize,
                     plan.span_affine,
                     &mut ws.parts,
                     &mut buckets,
@@ -259,7 +271,7 @@ impl MsmEngine {
     /// over the group's sorted entries (each halving every bucket; the group's buckets are one
     /// key range, so each level is one launch for all its windows), then the segmented
     /// reduction over what they leave. `len`: the chunk's points, the most entries a window can
-    /// hold.
+    /// hold in each of its digit windows.
     fn pair_levels<C: MsmCurve>(
         &self,
         stream: &Stream,
@@ -275,9 +287,9 @@ impl MsmEngine {
         let mut w0 = 0;
         while w0 < w_count {
             let g = group.min(w_count - w0) as usize;
-            // The group's buckets, its entries at most g windows' worth.
+            // The group's buckets, its entries at most g sets' digit windows' worth.
             let nb = g * plan.buckets as usize;
-            let m = g * len;
+            let m = g * len * plan.copies as usize;
             let key_base = u32::try_from(w0 as usize * plan.buckets as usize)
                 .expect("a pass's keys fit 32 bits");
             let buckets_of_group = key_base as usize..key_base as usize + nb;
@@ -366,7 +378,8 @@ impl MsmEngine {
     }
 }
 
-/// Σ_w 2^(bits·w)·sums[w] for the window sums, plus the ones' sum stored after them.
+/// Σ_w 2^(bits·w)·sums[w] for the window (or bucket set) sums, plus the ones' sum stored after
+/// them.
 pub(super) fn combine<C: MsmCurve>(
     sums: &[C::XyzzRepr],
     bits: u32,
@@ -392,7 +405,7 @@ pub(super) fn combine<C: MsmCurve>(
 /// other except when the host takes a result.
 pub(super) struct ResultSlots<C: MsmCurve> {
     slots: [PinnedBuffer<C::XyzzRepr>; 2],
-    /// Window width and window count of the MSM last queued into each slot.
+    /// Bits between bucket sets, and their count, of the MSM last queued into each slot.
     shape: [(u32, usize); 2],
 }
 
@@ -419,7 +432,7 @@ impl<C: MsmCurve> ResultSlots<C> {
         // The pinned buffer's event orders this copy after its previous ones; the results
         // buffer's own events order it after the MSM's writes and before the next MSM's zeroing.
         stream.copy_to_pinned(&ws.results.slice(..len), &mut self.slots[slot])?;
-        self.shape[slot] = (plan.bits, plan.windows as usize);
+        self.shape[slot] = (plan.set_bits(), plan.windows as usize);
         Ok(())
     }
 
