@@ -389,12 +389,13 @@ fn pair_levels<C: MsmCurve>(
     vals: &[u32],
     bases: &[C::Affine],
     hist: &[u32],
-    w_count: usize,
+    (w_count, d_count): (usize, usize),
     nb: usize,
     len: usize,
     plan: &Plan,
     buckets: &mut [C::Projective],
 ) {
+    let copies = plan.copies as usize;
     let zero = <C::Base as Field>::ZERO;
     let coords: Vec<Coords<C>> = vals
         .iter()
@@ -408,7 +409,8 @@ fn pair_levels<C: MsmCurve>(
     for w0 in (0..w_count).step_by(group) {
         let g = group.min(w_count - w0);
         let key_base = (w0 * nb) as u32;
-        let (gnb, m) = (g * nb, g * len);
+        // At most `len` entries from each of the group's digit windows.
+        let (gnb, m) = (g * nb, len * (g * copies).min(d_count - w0 * copies));
         let mut cnt = hist[w0 * nb..w0 * nb + gnb].to_vec();
         let mut begin: Vec<usize> = Vec::with_capacity(gnb);
         for &c in &cnt {
@@ -595,14 +597,13 @@ pub fn msm<C: MsmCurve>(
                 vals = bv;
             }
             if plan.affine_levels > 0 {
-                // The most entries a bucket set can hold from each of its digit windows.
-                let len = range.len() * copies;
+                let len = range.len();
                 pair_levels::<C>(
                     &keys,
                     &vals,
                     bases,
                     &hist,
-                    w_count,
+                    (w_count, d_count),
                     nb,
                     len,
                     plan,

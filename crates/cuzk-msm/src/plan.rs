@@ -458,10 +458,12 @@ impl Plan {
     pub fn with_pair_group(mut self, group: u32) -> Plan {
         let g = group.clamp(1, self.pass_windows.max(1));
         self.pair_group = g;
+        // A group's entries: at most a chunk's from each of its sets' digit windows.
+        let digits = (g * self.copies).min(window_count(self.bits)) as usize;
         self.sizes = level_sizes(
             self.sizes,
             self.affine_levels,
-            g as usize * self.chunk * self.copies as usize,
+            digits * self.chunk,
             g as usize * self.buckets as usize,
         );
         self
@@ -545,8 +547,7 @@ impl Plan {
     pub fn with_chunk(input: &PlanInput, bits: u32, pass_windows: u32, chunk: usize) -> Plan {
         let buckets = buckets_per_window(bits);
         let copies = input.copies.max(1);
-        // Digit windows of a pass: `copies` per bucket set, at most a scalar's.
-        let pass_digits = (pass_windows * copies).min(window_count(bits)) as usize;
+        let pass_digits = pass_digits(bits, pass_windows, copies) as usize;
         let pairs = chunk * pass_digits;
         let threads = input.sm_count.max(1) as usize * 1024;
         let span_affine = (1u32 << floor_log2(pairs / threads).clamp(3, 7)).max(8);
@@ -605,7 +606,7 @@ impl Plan {
             } else {
                 0
             },
-            sizes: level_sizes(sizes, levels, chunk * copies as usize, nb),
+            sizes: level_sizes(sizes, levels, chunk * pass_digits.min(copies as usize), nb),
         }
     }
 
@@ -613,7 +614,7 @@ impl Plan {
         let n = input.n.max(1);
         let cap = n
             .min(MAX_CHUNK)
-            .min((MAX_PAIRS / (pass_windows as u64 * input.copies.max(1) as u64)) as usize);
+            .min((MAX_PAIRS / pass_digits(bits, pass_windows, input.copies) as u64) as usize);
         let fits = |chunk: usize| {
             let p = Self::with_chunk(input, bits, pass_windows, chunk);
             (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
@@ -657,6 +658,11 @@ impl Plan {
     pub fn bytes(&self, xyzz: usize) -> usize {
         self.sizes.bytes(xyzz)
     }
+}
+
+/// Digit windows of a pass of `pass_windows` bucket sets: `copies` per set, at most a scalar's.
+fn pass_digits(bits: u32, pass_windows: u32, copies: u32) -> u32 {
+    (pass_windows * copies.max(1)).min(window_count(bits))
 }
 
 /// `sizes` with the pair levels' buffers for `levels` levels over groups of at most `m`
@@ -791,6 +797,62 @@ mod tests {
             binned_scatter: Some(false),
             copies: 1,
         }
+    }
+
+    #[test]
+    fn copies_share_bucket_sets_and_size_buffers_by_digit_windows() {
+        let with = |copies: u32, bits: Option<u32>, allowance: usize| {
+            Plan::new(&PlanInput {
+                copies,
+                bits,
+                binned_scatter: None,
+                ..input(1 << 26, allowance)
+            })
+        };
+        // 11 windows of 24 bits in one set; 6 copies leave two sets, the second of 5 windows.
+        let one = with(11, Some(24), 100 << 30).unwrap();
+        assert_eq!((one.windows, one.copies, one.set_bits()), (1, 11, 264));
+        assert_eq!(one.sizes.pairs, 11 << 26);
+        assert_eq!(one.sizes.bucket_points, 1 << 23);
+        assert_eq!(one.sizes.result_points, 2);
+        assert!(one.bin_windows > 0 && one.sizes.bin_pairs <= 11 << 26);
+        let two = with(6, Some(24), 100 << 30).unwrap();
+        assert_eq!((two.windows, two.passes()), (2, 1));
+        assert_eq!(two.sizes.pairs, 11 << 26, "12 window slots, 11 windows");
+        // A tight allowance cuts sets into passes, never a set.
+        let tight = with(6, Some(24), two.bytes(192) / 2).unwrap();
+        assert!(
+            tight.passes() == 2 || tight.chunks(1 << 26) > 1,
+            "{tight:?}"
+        );
+        assert_eq!(tight.copies, 6);
+        // Copies need their width, and at most one per window.
+        assert!(matches!(
+            with(2, None, 100 << 30),
+            Err(MsmError::BadCopies { copies: 2, .. })
+        ));
+        assert!(matches!(
+            with(12, Some(24), 100 << 30),
+            Err(MsmError::BadCopies {
+                copies: 12,
+                bits: 24,
+                max: 11
+            })
+        ));
+        assert!(matches!(
+            with(0, Some(24), 100 << 30),
+            Err(MsmError::BadCopies { copies: 0, .. })
+        ));
+        // Pair levels size their buffers by the digit windows a group holds.
+        let levels = Plan::new(&PlanInput {
+            copies: 6,
+            bits: Some(24),
+            affine_levels: Some(2),
+            ..input(1 << 20, 100 << 30)
+        })
+        .unwrap();
+        assert_eq!(levels.affine_levels, 2);
+        assert!(levels.sizes.affine_a <= pair_outputs(11 << 20, 2 << 23, 1));
     }
 
     #[test]

@@ -212,7 +212,7 @@ impl MsmEngine {
                 }
                 mark(profile, 5)?;
                 if plan.affine_levels > 0 {
-                    self.pair_levels::<C>(stream, bases, plan, w_count, len, ws)?;
+                    self.pair_levels::<C>(stream, bases, plan, (w_count, d_count), len, ws)?;
                     continue;
                 }
                 let mut buckets = ws.buckets.slice_mut(..pass_buckets);
@@ -277,7 +277,7 @@ impl MsmEngine {
         stream: &Stream,
         bases: &DeviceBuffer<C::AffineRepr>,
         plan: &Plan,
-        w_count: u32,
+        (w_count, d_count): (u32, u32),
         len: usize,
         ws: &mut Workspace<C>,
     ) -> Result<(), MsmError> {
@@ -287,9 +287,10 @@ impl MsmEngine {
         let mut w0 = 0;
         while w0 < w_count {
             let g = group.min(w_count - w0) as usize;
-            // The group's buckets, its entries at most g sets' digit windows' worth.
+            // The group's buckets, its entries at most `len` from each of its digit windows.
             let nb = g * plan.buckets as usize;
-            let m = g * len * plan.copies as usize;
+            let digits = (g as u32 * plan.copies).min(d_count - w0 * plan.copies);
+            let m = len * digits as usize;
             let key_base = u32::try_from(w0 as usize * plan.buckets as usize)
                 .expect("a pass's keys fit 32 bits");
             let buckets_of_group = key_base as usize..key_base as usize + nb;

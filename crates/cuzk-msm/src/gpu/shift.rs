@@ -23,7 +23,8 @@
 //! # let _ = sum; Ok(()) }
 //! ```
 
-use super::{launch, lock, Bases, MsmConfig, MsmEngine};
+use super::workspace::Workspace;
+use super::{launch, lock, Bases, MsmConfig, MsmEngine, Split, VRAM_MARGIN};
 use crate::curve::MsmCurve;
 use crate::digits::{window_count, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::plan::{Plan, MAX_POINTS};
@@ -35,8 +36,9 @@ impl MsmEngine {
     /// copy k holds 2^(bits·k)·P_i. Every later MSM over them runs with `bits`-bit windows and
     /// `copies` windows to a set of buckets. `copies` = 1 drops any copies `bases` had; bases
     /// that already hold copies are shifted again from their first copy. Empty bases are
-    /// returned as they are. Queued on `stream`; the old buffer is freed once the copies are
-    /// made.
+    /// returned as they are. The engine's cached work buffers of group `C` are freed first, so
+    /// that the table has the room `copies_that_fit` counted on (the next call allocates them
+    /// again). Queued on `stream`; the old buffer is freed once the copies are made.
     pub fn shift_bases<C: MsmCurve>(
         &self,
         stream: &Stream,
@@ -49,6 +51,7 @@ impl MsmEngine {
         if len == 0 || (copies == 1 && bases.copies == 1) {
             return Ok(bases);
         }
+        lock(&self.workspaces).remove(C::NAME);
         let mut table = stream.alloc::<C::AffineRepr>(copies as usize * len)?;
         stream.copy_on_device(&bases.points.slice(..len), &mut table.slice_mut(..len))?;
         let span = tracing::debug_span!("shift_bases", group = C::NAME, len, bits, copies);
@@ -66,10 +69,12 @@ impl MsmEngine {
 
     /// How many copies of `bases` for `bits`-bit windows ([`MsmEngine::shift_bases`]) fit
     /// beside what one MSM over all of them needs under `config`'s allowance (all free VRAM by
-    /// default) without cutting it into more chunks or passes: at most the windows of that
-    /// width, and no more than the fewest that give as few bucket sets (11 windows in sets of
-    /// 6 need no 8 copies). 1 where two do not fit, so that the MSM runs on the bases alone:
-    /// the fallback where VRAM does not allow copies.
+    /// default) without cutting it into more chunks or passes than the bases alone take
+    /// (scalars from the host, split as `Split::Always` would split them, else dense), and
+    /// whose making fits what the device has free: at most the windows of that width, and no
+    /// more than the fewest that give as few bucket sets (11 windows in sets of 6 need no 8
+    /// copies). 1 where two do not fit, so that the MSM runs on the bases alone: the fallback
+    /// where VRAM does not allow copies.
     pub fn copies_that_fit<C: MsmCurve>(
         &self,
         bases: &Bases<C>,
@@ -81,29 +86,39 @@ impl MsmEngine {
         if n == 0 {
             return Ok(1);
         }
+        let affine = std::mem::size_of::<C::AffineRepr>();
         // What a call may use now, plus what the bases' current copies (beyond the first)
-        // hold, which a new table replaces.
-        let spare = bases.device_bytes() - n * std::mem::size_of::<C::AffineRepr>();
-        let room = {
+        // hold, which a new table replaces; and what the making can take: the device's free
+        // memory and the group's cached buffers (freed first), the old bases still held.
+        let spare = bases.device_bytes() - n * affine;
+        let (room, making) = {
             let cache = lock(&self.workspaces);
-            self.allowance::<C>(&cache, config)? + spare
+            let cached = cache
+                .get(C::NAME)
+                .and_then(|w| w.downcast_ref::<Workspace<C>>())
+                .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
+            let (free, _) = self.device.memory_info()?;
+            let making = (free + cached).saturating_sub(VRAM_MARGIN);
+            (self.allowance::<C>(&cache, config)? + spare, making)
         };
         let windows = window_count(bits);
-        let affine = std::mem::size_of::<C::AffineRepr>();
+        let split = matches!(config.split, Split::Always);
+        let input = |allowance: usize| self.plan_input::<C>(n, n, split, true, config, allowance);
+        // The shape the bases alone take in the whole room.
+        let alone = Plan::new(&input(room))?;
         let fits = |copies: u32| -> bool {
             let Some(table) = (copies as usize - 1).checked_mul(n * affine) else {
                 return false;
             };
-            if table >= room || copies as usize * n > MAX_POINTS {
+            if table >= room || table + n * affine > making || copies as usize * n > MAX_POINTS {
                 return false;
             }
-            let input = self.plan_input::<C>(n, n, false, true, config, room - table);
             let plan = Plan::new(&crate::plan::PlanInput {
                 copies,
                 bits: Some(bits),
-                ..input
+                ..input(room - table)
             });
-            plan.is_ok_and(|p| p.passes() == 1 && p.chunks(n) == 1)
+            plan.is_ok_and(|p| p.passes() <= alone.passes() && p.chunks(n) <= alone.chunks(n))
         };
         let Some(most) = (2..=windows).rev().find(|&c| fits(c)) else {
             return Ok(1);
