@@ -527,6 +527,9 @@ fn shifted(
         let n = 1usize << log_n;
         for &bits in &args.shift_bits {
             let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+            // Memory freed on the stream (the last row's bases and buffers) returns to the
+            // driver at a synchronisation; until then it counts as used.
+            ctx.stream.synchronize()?;
             let copies = ctx.engine.copies_that_fit::<G1>(&bases, bits, &dense)?;
             let t = Instant::now();
             let bases = ctx

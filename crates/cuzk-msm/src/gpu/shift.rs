@@ -74,7 +74,8 @@ impl MsmEngine {
     /// whose making fits what the device has free: at most the windows of that width, and no
     /// more than the fewest that give as few bucket sets (11 windows in sets of 6 need no 8
     /// copies). 1 where two do not fit, so that the MSM runs on the bases alone: the fallback
-    /// where VRAM does not allow copies.
+    /// where VRAM does not allow copies. Memory freed on a stream counts as used until that
+    /// stream is synchronised, so callers that have just dropped buffers synchronise first.
     pub fn copies_that_fit<C: MsmCurve>(
         &self,
         bases: &Bases<C>,
