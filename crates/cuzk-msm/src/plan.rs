@@ -478,27 +478,7 @@ impl Plan {
                 max: MAX_POINTS,
             });
         }
-        if let Some(bits) = input.bits {
-            if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&bits) {
-                return Err(MsmError::BadWindow {
-                    bits,
-                    min: MIN_WINDOW_BITS,
-                    max: MAX_WINDOW_BITS,
-                });
-            }
-        }
-        if input.copies != 1 {
-            // Copies are made for one width, so the plan cannot choose another.
-            let bits = input.bits.unwrap_or(0);
-            let max = if bits == 0 { 1 } else { window_count(bits) };
-            if input.copies == 0 || input.copies > max {
-                return Err(MsmError::BadCopies {
-                    copies: input.copies,
-                    bits,
-                    max,
-                });
-            }
-        }
+        check_width(input.bits, input.copies)?;
         let n = input.n.max(1);
         let preferred = input
             .bits
@@ -658,6 +638,29 @@ impl Plan {
     pub fn bytes(&self, xyzz: usize) -> usize {
         self.sizes.bytes(xyzz)
     }
+}
+
+/// Checks a forced window width and the shifted copies of the bases made for it: the width
+/// within the supported range, and 1 to its window count copies (more than one only with a
+/// width, since copies are made for one).
+pub(crate) fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError> {
+    if let Some(bits) = bits {
+        if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&bits) {
+            return Err(MsmError::BadWindow {
+                bits,
+                min: MIN_WINDOW_BITS,
+                max: MAX_WINDOW_BITS,
+            });
+        }
+    }
+    if copies != 1 {
+        let bits = bits.unwrap_or(0);
+        let max = if bits == 0 { 1 } else { window_count(bits) };
+        if copies == 0 || copies > max {
+            return Err(MsmError::BadCopies { copies, bits, max });
+        }
+    }
+    Ok(())
 }
 
 /// Digit windows of a pass of `pass_windows` bucket sets: `copies` per set, at most a scalar's.

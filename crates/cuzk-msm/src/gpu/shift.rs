@@ -26,8 +26,8 @@
 use super::workspace::Workspace;
 use super::{launch, lock, Bases, MsmConfig, MsmEngine, Split, VRAM_MARGIN};
 use crate::curve::MsmCurve;
-use crate::digits::{window_count, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
-use crate::plan::{Plan, MAX_POINTS};
+use crate::digits::window_count;
+use crate::plan::{check_width, Plan, MAX_POINTS};
 use crate::MsmError;
 use cuzk_cuda::Stream;
 
@@ -131,17 +131,7 @@ impl MsmEngine {
 /// Checks a table's shape: a width the engine supports, 1 to its window count copies, and
 /// every point of every copy indexable in 31 bits.
 fn check_shape(len: usize, bits: u32, copies: u32) -> Result<(), MsmError> {
-    if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&bits) {
-        return Err(MsmError::BadWindow {
-            bits,
-            min: MIN_WINDOW_BITS,
-            max: MAX_WINDOW_BITS,
-        });
-    }
-    let max = window_count(bits);
-    if copies == 0 || copies > max {
-        return Err(MsmError::BadCopies { copies, bits, max });
-    }
+    check_width(Some(bits), copies)?;
     if (copies as usize).saturating_mul(len) > MAX_POINTS {
         return Err(MsmError::TableTooLarge {
             copies,
