@@ -19,6 +19,12 @@ struct LevelParams {
 };
 constexpr uint32_t FLAG_KEYS = 1;       // keys[] holds each entry's key
 constexpr uint32_t FLAG_M_FROM_PTR = 2; // the entry count is *m_in (computed on the device)
+// The buckets start at infinity and this chain of levels is the only one to flush into them:
+// every key's complete run closes in one slice of one level, so a bucket is flushed at most
+// once with anything but infinity, and the flush stores the run's sum instead of loading the
+// bucket and adding to it (a random 4-coordinate load a lane's warp waits for, and a general
+// addition, on every flush).
+constexpr uint32_t FLAG_STORE = 4;
 
 constexpr uint32_t INDEX_MASK = 0x7fffffffu;
 
@@ -103,8 +109,12 @@ struct XyzzSource {
 
 template <class F>
 __device__ __forceinline__ void flush(xyzz_t<mem_t<F>>* buckets, uint32_t key,
-                                      const xyzz_t<F>& acc) {
+                                      const xyzz_t<F>& acc, bool store) {
     if (is_inf(acc)) return;
+    if (store) {
+        store_xyzz<F>(&buckets[key], acc);
+        return;
+    }
     xyzz_t<F> b = load_xyzz<F>(&buckets[key]);
     add_xyzz(b, acc);
     store_xyzz<F>(&buckets[key], b);
@@ -121,8 +131,12 @@ __device__ __noinline__ void flush_call(xyzz_t<fp2_t>* bucket, xyzz_t<fp2_lane_t
 }
 template <>
 __device__ __forceinline__ void flush<fp2_lane_t>(xyzz_t<fp2_t>* buckets, uint32_t key,
-                                                  const xyzz_t<fp2_lane_t>& acc) {
+                                                  const xyzz_t<fp2_lane_t>& acc, bool store) {
     if (is_inf(acc)) return;
+    if (store) {
+        store_xyzz<fp2_lane_t>(&buckets[key], acc);
+        return;
+    }
     flush_call(&buckets[key], acc);
 }
 
@@ -156,6 +170,7 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
     if (t == 0 && leader) *m_out = (uint32_t)(2 * threads);
     if (t >= threads) return;
     const bool keyed = (p.flags & FLAG_KEYS) != 0;
+    const bool store = (p.flags & FLAG_STORE) != 0;
     auto key = [&](uint32_t i) -> uint32_t {
         return keyed ? keys[(uint64_t)i * p.stride] : i / p.key_div;
     };
@@ -178,7 +193,7 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
                 store_xyzz<F>(&out_pts[2 * t], acc);
                 wrote_a = true;
             } else {
-                flush(buckets, cur, acc);
+                flush(buckets, cur, acc, store);
             }
             first_run = false;
             cur = k;
@@ -208,7 +223,7 @@ __device__ __forceinline__ void level_inline(const uint32_t* keys, const Source&
         store_xyzz<F>(&out_pts[slot], acc);
         (first_run ? wrote_a : wrote_b) = true;
     } else {
-        flush(buckets, cur, acc);
+        flush(buckets, cur, acc, store);
     }
     xyzz_t<F> inf;
     set_inf(inf);

@@ -35,6 +35,27 @@ fn to_point<C: MsmCurve>(c: &Coords<C>) -> C::Projective {
         .to_curve()
 }
 
+/// How a chain flushes a completed run: as `Flush` in the engine's launches.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    Add,
+    /// The buckets start at the identity and this chain alone writes them, so the kernel stores
+    /// each run's sum; the model checks that no bucket gets a second sum.
+    Store,
+}
+
+fn flush<C: MsmCurve>(bucket: &mut C::Projective, acc: C::Projective, how: Flush) {
+    if how == Flush::Store && !bool::from(acc.is_identity()) {
+        assert!(
+            bool::from(bucket.is_identity()),
+            "a storing reduction flushed a bucket twice"
+        );
+        *bucket = acc;
+    } else {
+        *bucket += acc;
+    }
+}
+
 /// One level of the segmented reduction, thread by thread as `level` in kernels/msm/level.cuh.
 fn level<C: MsmCurve>(
     keys: Option<&[u32]>,
@@ -43,6 +64,7 @@ fn level<C: MsmCurve>(
     m: usize,
     span: u32,
     buckets: &mut [C::Projective],
+    how: Flush,
 ) -> (Vec<u32>, Vec<C::Projective>) {
     let key = |i: usize| keys.map_or(i as u32 / key_div, |k| k[i]);
     let point = |i: usize| match &entries {
@@ -77,7 +99,7 @@ fn level<C: MsmCurve>(
                     out_pts[2 * t] = acc;
                     wrote_a = true;
                 } else {
-                    buckets[cur as usize] += acc;
+                    flush::<C>(&mut buckets[cur as usize], acc, how);
                 }
                 first_run = false;
                 cur = k;
@@ -100,7 +122,7 @@ fn level<C: MsmCurve>(
                 wrote_b = true;
             }
         } else {
-            buckets[cur as usize] += acc;
+            flush::<C>(&mut buckets[cur as usize], acc, how);
         }
         if !wrote_a {
             out_keys[2 * t] = first_key;
@@ -121,8 +143,9 @@ fn chain<C: MsmCurve>(
     m: usize,
     span: u32,
     buckets: &mut [C::Projective],
+    how: Flush,
 ) {
-    let (mut k, mut p) = level::<C>(keys, key_div, first, m, span, buckets);
+    let (mut k, mut p) = level::<C>(keys, key_div, first, m, span, buckets, how);
     let mut threads = m.div_ceil(span as usize);
     while threads > 1 {
         let (k2, p2) = level::<C>(
@@ -132,6 +155,7 @@ fn chain<C: MsmCurve>(
             k.len(),
             SPAN_XYZZ,
             buckets,
+            how,
         );
         threads = k.len().div_ceil(SPAN_XYZZ as usize);
         (k, p) = (k2, p2);
@@ -394,6 +418,7 @@ fn pair_levels<C: MsmCurve>(
     len: usize,
     plan: &Plan,
     buckets: &mut [C::Projective],
+    how: Flush,
 ) {
     let copies = plan.copies as usize;
     let zero = <C::Base as Field>::ZERO;
@@ -449,6 +474,7 @@ fn pair_levels<C: MsmCurve>(
             k.len(),
             plan.span_affine,
             buckets,
+            how,
         );
     }
 }
@@ -482,6 +508,7 @@ fn window_sums<C: MsmCurve>(
         out.len(),
         SPAN_XYZZ,
         &mut sums,
+        Flush::Add,
     );
     sums
 }
@@ -538,7 +565,8 @@ pub fn msm<C: MsmCurve>(
                 // The engine sums each piece's ones in a chain of its own.
                 for piece in one_idx.chunks(plan.piece) {
                     let entries = Entries::Affine(piece, bases);
-                    chain::<C>(None, u32::MAX, entries, piece.len(), SPAN_ONES, &mut ones);
+                    let (len, ones) = (piece.len(), &mut ones);
+                    chain::<C>(None, u32::MAX, entries, len, SPAN_ONES, ones, Flush::Add);
                 }
             }
             // histogram, scan, scatter.
@@ -596,6 +624,8 @@ pub fn msm<C: MsmCurve>(
                 }
                 vals = bv;
             }
+            // The pass's first chunk stores into its zeroed buckets, as the engine does.
+            let how = if chunk == 0 { Flush::Store } else { Flush::Add };
             if plan.affine_levels > 0 {
                 let len = range.len();
                 pair_levels::<C>(
@@ -608,6 +638,7 @@ pub fn msm<C: MsmCurve>(
                     len,
                     plan,
                     &mut buckets,
+                    how,
                 );
                 continue;
             }
@@ -618,6 +649,7 @@ pub fn msm<C: MsmCurve>(
                 m as usize,
                 plan.span_affine,
                 &mut buckets,
+                how,
             );
         }
         let sums = window_sums::<C>(&buckets, w_count, nb, plan.seg_log);

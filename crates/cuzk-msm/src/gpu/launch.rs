@@ -69,6 +69,7 @@ struct LevelParams {
 
 const LEVEL_KEYS: u32 = 1;
 const LEVEL_M_FROM_PTR: u32 = 2;
+const LEVEL_STORE: u32 = 4;
 
 /// Mirrors `PairParams` in kernels/msm/pairs.cuh.
 #[repr(C)]
@@ -458,6 +459,18 @@ pub(super) enum Count<'a> {
     Host(u32),
 }
 
+/// How a reduction's levels flush a completed run into its bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Flush {
+    /// `buckets[key] += sum`: the buckets hold earlier chunks' sums (or the ones' running sum).
+    Add,
+    /// `buckets[key] = sum`: every bucket of the call is at infinity and only this reduction
+    /// writes it. Each key's complete run closes in one slice of one level, so a bucket gets at
+    /// most one sum other than infinity, and the store saves the flush's random load and
+    /// general addition (`FLAG_STORE` in kernels/msm/level.cuh).
+    Store,
+}
+
 /// The ping-pong buffers of the levels after the first.
 #[derive(Debug)]
 pub(super) struct Partials<C: MsmCurve> {
@@ -468,8 +481,9 @@ pub(super) struct Partials<C: MsmCurve> {
     pub dummy: DeviceBuffer<u32>,
 }
 
-/// A whole reduction: `buckets[key] += Σ entries of key` for up to `m_max` entries, by levels
-/// of `plan::level_threads(m_max, span)` threads until one thread is left.
+/// A whole reduction: `buckets[key] += Σ entries of key` (or `=` with `Flush::Store`) for up to
+/// `m_max` entries, by levels of `plan::level_threads(m_max, span)` threads until one thread is
+/// left.
 #[allow(clippy::too_many_arguments)] // Each chain differs in all of them.
 pub(super) fn reduce<C: MsmCurve>(
     stream: &Stream,
@@ -480,8 +494,14 @@ pub(super) fn reduce<C: MsmCurve>(
     span: u32,
     parts: &mut Partials<C>,
     buckets: &mut DeviceViewMut<'_, C::XyzzRepr>,
+    flush: Flush,
 ) -> Result<(), MsmError> {
     let levels = crate::plan::level_threads(m_max, span);
+    let store = if flush == Flush::Store {
+        LEVEL_STORE
+    } else {
+        0
+    };
     let ck = k.curve::<C>();
     let Partials {
         keys: [keys_a, keys_b],
@@ -516,7 +536,7 @@ pub(super) fn reduce<C: MsmCurve>(
                 m_value,
                 span,
                 key_div,
-                flags: m_flag | if keys.is_some() { LEVEL_KEYS } else { 0 },
+                flags: m_flag | store | if keys.is_some() { LEVEL_KEYS } else { 0 },
                 stride,
             };
             // The last entry read is (m_max − 1)·stride.
@@ -559,7 +579,7 @@ pub(super) fn reduce<C: MsmCurve>(
                 m_value,
                 span,
                 key_div,
-                flags: m_flag,
+                flags: m_flag | store,
                 stride: 1,
             };
             assert!(pts.len() >= m_max);
@@ -588,7 +608,7 @@ pub(super) fn reduce<C: MsmCurve>(
                 m_value,
                 span,
                 key_div: 1,
-                flags: m_flag | LEVEL_KEYS,
+                flags: m_flag | store | LEVEL_KEYS,
                 stride: 1,
             };
             assert!(keys.len() >= m_max && pts.len() >= m_max);
@@ -619,7 +639,7 @@ pub(super) fn reduce<C: MsmCurve>(
             m_value: 0,
             span: SPAN_XYZZ,
             key_div: 1,
-            flags: LEVEL_KEYS | LEVEL_M_FROM_PTR,
+            flags: LEVEL_KEYS | LEVEL_M_FROM_PTR | store,
             stride: 1,
         };
         // Level i reads what level i − 1 wrote: A then B alternately.

@@ -2,7 +2,7 @@
 //! the host's final combination of the window sums, and the two page-locked slots through which
 //! pipelined MSMs hand their window sums to the host.
 
-use super::launch::{self, Count, DigitParams, FirstLevel, DIGITS_INDEXED};
+use super::launch::{self, Count, DigitParams, FirstLevel, Flush, DIGITS_INDEXED};
 use super::workspace::{AffineLevels, Workspace};
 use super::{CallInfo, MsmEngine, Source};
 use crate::curve::MsmCurve;
@@ -148,6 +148,7 @@ impl MsmEngine {
                             SPAN_ONES,
                             &mut ws.parts,
                             &mut sum,
+                            Flush::Add,
                         )?;
                         mark(profile, 0)?;
                     }
@@ -211,8 +212,11 @@ impl MsmEngine {
                     )?;
                 }
                 mark(profile, 5)?;
+                // The pass's buckets were zeroed before its first chunk, and each reduction
+                // flushes a bucket once: the first chunk stores its sums, later ones add.
+                let flush = if chunk == 0 { Flush::Store } else { Flush::Add };
                 if plan.affine_levels > 0 {
-                    self.pair_levels::<C>(stream, bases, plan, (w_count, d_count), len, ws)?;
+                    self.pair_levels::<C>(stream, bases, plan, (w_count, d_count), len, flush, ws)?;
                     continue;
                 }
                 let mut buckets = ws.buckets.slice_mut(..pass_buckets);
@@ -231,6 +235,7 @@ impl MsmEngine {
                     plan.span_affine,
                     &mut ws.parts,
                     &mut buckets,
+                    flush,
                 )?;
             }
             mark(profile, 6)?;
@@ -261,6 +266,7 @@ impl MsmEngine {
                 SPAN_XYZZ,
                 &mut ws.parts,
                 &mut sums,
+                Flush::Add,
             )?;
         }
         mark(profile, 7)
@@ -271,7 +277,9 @@ impl MsmEngine {
     /// over the group's sorted entries (each halving every bucket; the group's buckets are one
     /// key range, so each level is one launch for all its windows), then the segmented
     /// reduction over what they leave. `len`: the chunk's points, the most entries a window can
-    /// hold in each of its digit windows.
+    /// hold in each of its digit windows; `flush`: whether the reductions store into the
+    /// buckets (the pass's first chunk) or add to them.
+    #[allow(clippy::too_many_arguments)] // The chunk's shape and its place in the pass.
     fn pair_levels<C: MsmCurve>(
         &self,
         stream: &Stream,
@@ -279,6 +287,7 @@ impl MsmEngine {
         plan: &Plan,
         (w_count, d_count): (u32, u32),
         len: usize,
+        flush: Flush,
         ws: &mut Workspace<C>,
     ) -> Result<(), MsmError> {
         let k = &self.kernels;
@@ -372,6 +381,7 @@ impl MsmEngine {
                 plan.span_affine,
                 &mut ws.parts,
                 &mut buckets,
+                flush,
             )?;
             w0 += g as u32;
         }
