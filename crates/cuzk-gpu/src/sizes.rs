@@ -98,16 +98,18 @@ pub fn pinned_set_pool_bytes(queries: &Queries) -> u64 {
 }
 
 /// Device bytes one proof of domain size `n` reserves with parameters resident: a, b, c,
-/// tables and the MSM allowance.
+/// tables and the MSM work of G1 allowance `msm_vram` (G1's and G2's buffers,
+/// [`cuzk_prover::msm_work_bytes`]).
 pub fn resident_working_set(n: u64, msm_vram: u64) -> u64 {
-    3 * SCALAR * n + TABLES + msm_vram
+    3 * SCALAR * n + TABLES + cuzk_prover::msm_work_bytes(msm_vram)
 }
 
 /// Device bytes one proof of domain size `n` reserves with parameters streamed: the larger
 /// of the H step (a, b, c, tables) and the MSM stage (two chunk buffers with staging, and
 /// the MSM allowance).
 pub fn streamed_working_set(n: u64, msm_vram: u64) -> u64 {
-    (3 * SCALAR * n + TABLES).max(2 * (STREAM_CHUNK + 2 * STAGE) + msm_vram)
+    (3 * SCALAR * n + TABLES)
+        .max(2 * (STREAM_CHUNK + 2 * STAGE) + cuzk_prover::msm_work_bytes(msm_vram))
 }
 
 /// The MSM allowance for a device budget of `capacity` bytes: `configured`, or a fifth of the
@@ -190,7 +192,7 @@ mod tests {
         assert_eq!(default_pinned_bytes(1024 * GIB, 2), 64 * GIB);
         assert_eq!(
             resident_working_set(n, 8 * GIB),
-            3 * 32 * n + TABLES + 8 * GIB
+            3 * 32 * n + TABLES + 10 * GIB
         );
         assert!(streamed_working_set(n, 8 * GIB) > 8 * GIB);
         assert_eq!(msm_allowance(None, 139 * GIB), 26 * GIB);

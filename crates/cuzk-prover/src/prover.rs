@@ -40,7 +40,10 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+mod shares;
 mod warm;
+pub use shares::msm_work_bytes;
+use shares::{g1_allowance_within, Shapes};
 pub use warm::Warmed;
 
 /// Device bytes an MSM may use for its work buffers when nothing else limits it.
@@ -304,7 +307,7 @@ impl GpuProver {
         let tables = self.ntt.table_bytes_now(log_n.max(1))? as u64;
         Ok((
             abc + tables,
-            self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM),
+            msm_work_bytes(self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM)),
         ))
     }
 
@@ -499,18 +502,20 @@ impl GpuProver {
                     b_g2,
                 } = &**q;
                 let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
-                let reservation = self.reserve(stage_bytes + msm_vram)?;
-                let config = self.msm_config(msm_vram);
+                let reservation = self.reserve(stage_bytes + msm_work_bytes(msm_vram))?;
+                let shapes = Shapes::of(&lengths, true);
+                let configs = self.msm_configs(msm_vram, Some((&shapes, stage_bytes)))?;
+                let config = &configs.g1;
                 let bufs = prepared.buffers()?;
                 let (abc, upload) = self.upload_abc(&bufs.abc, n)?;
                 let l_sum = marks.span(&self.stream, "msm_l", || {
-                    self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, &config)
+                    self.msm_g1(l, &bufs.aux, 0..bufs.lengths.aux, config)
                 })?;
                 let a_sum = marks.span(&self.stream, "msm_a", || {
-                    self.msm_g1(a, &bufs.a, 0..bufs.lengths.a, &config)
+                    self.msm_g1(a, &bufs.a, 0..bufs.lengths.a, config)
                 })?;
                 let b_g1_sum = marks.span(&self.stream, "msm_b_g1", || {
-                    self.msm_g1(b_g1, &bufs.b, 0..bufs.lengths.b, &config)
+                    self.msm_g1(b_g1, &bufs.b, 0..bufs.lengths.b, config)
                 })?;
                 let b_g2_sum = marks.span(&self.stream, "msm_b_g2", || {
                     Ok::<_, Error>(
@@ -519,7 +524,7 @@ impl GpuProver {
                                 &self.stream,
                                 b_g2,
                                 Scalars::PinnedRange(&bufs.b, 0..bufs.lengths.b),
-                                &config,
+                                &configs.g2,
                             )?
                             .0,
                     )
@@ -534,7 +539,7 @@ impl GpuProver {
                 let h_sum = self.h_and_free(
                     abc,
                     h,
-                    &config,
+                    config,
                     reservation,
                     &mut marks,
                     &mut timings,
@@ -627,8 +632,10 @@ impl GpuProver {
         let ni = inputs_host.len();
         let extra = device_eval_bytes(ni, lengths.aux, lengths.a, lengths.b);
         let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes + extra)?;
-        let reservation = self.reserve(stage_bytes + extra + msm_vram)?;
-        let config = self.msm_config(msm_vram);
+        let reservation = self.reserve(stage_bytes + extra + msm_work_bytes(msm_vram))?;
+        let shapes = Shapes::of(&lengths, false);
+        let configs = self.msm_configs(msm_vram, Some((&shapes, stage_bytes + extra)))?;
+        let config = &configs.g1;
 
         // The packed witness up on the copy stream; the pinned buffers go back to the pool
         // once the copies are queued (the next writer waits for them).
@@ -674,7 +681,14 @@ impl GpuProver {
             }
             .into());
         }
-        let with = |split: Split| MsmConfig { split, ..config };
+        let with = |split: Split| MsmConfig {
+            split,
+            ..configs.g1
+        };
+        let with_g2 = |split: Split| MsmConfig {
+            split,
+            ..configs.g2
+        };
 
         let l_sum = marks.span(&self.stream, "msm_l", || {
             self.msm_device::<G1>(l, &aux, lengths.aux, &with(splits.l))
@@ -720,11 +734,11 @@ impl GpuProver {
             self.msm_device::<G1>(b_g1, &scalars, lengths.b, &with(splits.b))
         })?;
         let b_g2_sum = marks.span(&self.stream, "msm_b_g2", || {
-            self.msm_device::<G2>(b_g2, &scalars, lengths.b, &with(splits.b))
+            self.msm_device::<G2>(b_g2, &scalars, lengths.b, &with_g2(splits.b))
         })?;
         drop((scalars, aux, inputs, failing));
 
-        let h_sum = self.h_and_free(abc, h, &config, reservation, marks, timings, &start)?;
+        let h_sum = self.h_and_free(abc, h, config, reservation, marks, timings, &start)?;
         Ok(Sums {
             h: h_sum,
             l: l_sum,
@@ -819,8 +833,9 @@ impl GpuProver {
 
         let chunk_bytes = 2 * (self.config.stream_chunk + 2 * STAGE_BYTES as u64);
         let msm_vram = self.msm_vram(msm_default, chunk_bytes)?;
-        let _reservation = self.reserve(chunk_bytes + msm_vram)?;
-        let config = self.msm_config(msm_vram);
+        let _reservation = self.reserve(chunk_bytes + msm_work_bytes(msm_vram))?;
+        let configs = self.msm_configs(msm_vram, None)?;
+        let config = &configs.g1;
         let mut guard = self
             .streaming
             .lock()
@@ -838,7 +853,7 @@ impl GpuProver {
                 0..h_len,
                 &mut st.g1,
                 &mut st.g1_stage,
-                &config,
+                config,
             )
         })?;
         let l = marks.span(&self.stream, "msm_l", || {
@@ -848,7 +863,7 @@ impl GpuProver {
                 0..bufs.lengths.aux,
                 &mut st.g1,
                 &mut st.g1_stage,
-                &config,
+                config,
             )
         })?;
         let a = marks.span(&self.stream, "msm_a", || {
@@ -858,7 +873,7 @@ impl GpuProver {
                 0..bufs.lengths.a,
                 &mut st.g1,
                 &mut st.g1_stage,
-                &config,
+                config,
             )
         })?;
         let b_g1 = marks.span(&self.stream, "msm_b_g1", || {
@@ -868,7 +883,7 @@ impl GpuProver {
                 0..bufs.lengths.b,
                 &mut st.g1,
                 &mut st.g1_stage,
-                &config,
+                config,
             )
         })?;
         let b_g2 = marks.span(&self.stream, "msm_b_g2", || {
@@ -878,7 +893,7 @@ impl GpuProver {
                 0..bufs.lengths.b,
                 &mut st.g2,
                 &mut st.g2_stage,
-                &config,
+                &configs.g2,
             )
         })?;
         timings.gpu_span_ms = f64::from(upload.0.elapsed_ms(marks.last().expect("phases ran"))?);
@@ -983,13 +998,13 @@ impl GpuProver {
             .0)
     }
 
-    /// The MSM work allowance: the configured or default figure, less if the budget leaves
-    /// less after `other` bytes of this proof.
+    /// The G1 MSM allowance: the configured or default figure, less if the budget leaves
+    /// less than its [`msm_work_bytes`] after `other` bytes of this proof.
     fn msm_vram(&self, default: u64, other: u64) -> Result<u64> {
         let mut v = default;
         if let Some(b) = &self.config.budget {
             let left = b.capacity().saturating_sub(other);
-            v = v.min(left);
+            v = v.min(g1_allowance_within(left));
             if v < MIN_MSM_VRAM {
                 return Err(Error::from(cuzk_mem::MemError::ExceedsCapacity {
                     budget: b.name().to_string(),
@@ -999,20 +1014,6 @@ impl GpuProver {
             }
         }
         Ok(v)
-    }
-
-    /// The MSM configuration of a proof: the reserved allowance under a budget; without one
-    /// the configured figure, or the engine's own (what the driver reports free, less its
-    /// margin), since an unmetered lane owns the device.
-    fn msm_config(&self, vram: u64) -> MsmConfig {
-        let allowance = match (&self.config.budget, self.config.msm_vram) {
-            (None, None) => None,
-            _ => Some(vram as usize),
-        };
-        MsmConfig {
-            vram_allowance: allowance,
-            ..*self.msm.config()
-        }
     }
 
     /// Waits for `bytes` of the VRAM budget (if any).

@@ -493,25 +493,7 @@ impl MsmEngine {
                 Some(a) => a,
                 None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
             };
-            // Which plans a call can take (see `decide_split`): host scalars split or not as
-            // the mode and their sample say; device scalars split only when always asked to,
-            // and then with every scalar counted as tail.
-            let (dense, split) = match (config.split, host) {
-                (Split::Dense, _) => (true, false),
-                (Split::Always, true) => (false, true),
-                (Split::Always, false) => (false, false),
-                (Split::Auto, true) => (true, true),
-                (Split::Auto, false) => (true, false),
-            };
-            let base = self.plan_input::<C>(n, n, false, host, config, allowance);
-            let mut sizes = crate::plan::covering_sizes(&base, dense, split)?;
-            if !dense && !split {
-                sizes = Plan::new(&PlanInput {
-                    split: true,
-                    ..base
-                })?
-                .sizes;
-            }
+            let sizes = self.covering::<C>(n, host, config, allowance)?;
             workspace::<C>(
                 &mut cache,
                 &self.allocations,
@@ -526,10 +508,70 @@ impl MsmEngine {
             .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>())))
     }
 
+    /// Device bytes of the work buffers that would serve MSMs of every `(n, host)` shape in
+    /// group `C` (as [`MsmEngine::reserve`] takes them) with no limit on VRAM: what their
+    /// plans ask for where memory is plentiful. A caller sharing the device between groups
+    /// divides its room by these figures. Allocates nothing.
+    pub fn wanted_bytes<C: MsmCurve>(
+        &self,
+        shapes: &[(usize, bool)],
+        config: &MsmConfig,
+    ) -> Result<usize, MsmError> {
+        let mut all: Option<Sizes> = None;
+        for &(n, host) in shapes.iter().filter(|s| s.0 > 0) {
+            let sizes = self.covering::<C>(n, host, config, usize::MAX)?;
+            all = Some(all.map_or(sizes, |a| a.max(&sizes)));
+        }
+        Ok(all.map_or(0, |s| s.bytes(std::mem::size_of::<C::XyzzRepr>())))
+    }
+
+    /// The work buffers that serve an MSM of `n` points in group `C` under `allowance`,
+    /// whatever tail its 0/1 split leaves.
+    fn covering<C: MsmCurve>(
+        &self,
+        n: usize,
+        host: bool,
+        config: &MsmConfig,
+        allowance: usize,
+    ) -> Result<Sizes, MsmError> {
+        // Which plans a call can take (see `decide_split`): host scalars split or not as the
+        // mode and their sample say; device scalars split only when always asked to, and then
+        // with every scalar counted as tail.
+        let (dense, split) = match (config.split, host) {
+            (Split::Dense, _) => (true, false),
+            (Split::Always, true) => (false, true),
+            (Split::Always, false) => (false, false),
+            (Split::Auto, true) => (true, true),
+            (Split::Auto, false) => (true, false),
+        };
+        let base = self.plan_input::<C>(n, n, false, host, config, allowance);
+        let mut sizes = crate::plan::covering_sizes(&base, dense, split)?;
+        if !dense && !split {
+            sizes = Plan::new(&PlanInput {
+                split: true,
+                ..base
+            })?
+            .sizes;
+        }
+        Ok(sizes)
+    }
+
     /// How many times this engine has allocated a workspace (a call whose plan the cached
     /// buffers did not serve, or a [`MsmEngine::reserve`]): steady calls add none.
     pub fn workspace_allocations(&self) -> u64 {
         self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// Device bytes of the cached work buffers of both groups.
+    pub fn workspace_bytes(&self) -> usize {
+        let cache = lock(&self.workspaces);
+        fn held<C: MsmCurve>(cache: &HashMap<&'static str, Box<dyn Any + Send>>) -> usize {
+            cache
+                .get(C::NAME)
+                .and_then(|w| w.downcast_ref::<Workspace<C>>())
+                .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()))
+        }
+        held::<crate::curve::G1>(&cache) + held::<crate::curve::G2>(&cache)
     }
 
     /// Frees the cached work buffers (the next call allocates again).

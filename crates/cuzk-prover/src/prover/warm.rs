@@ -4,6 +4,7 @@
 //! partitions' MSMs stretch while the next partition pins its buffers, and the first NTT and H
 //! MSM at a size take 0.7 s and 2.2 s longer than steady ones.
 
+use super::shares::Shapes;
 use super::GpuProver;
 use crate::error::Result;
 use crate::pack::Packed;
@@ -64,25 +65,22 @@ impl GpuProver {
         let mut workspace_bytes = 0;
         if self.config.budget.is_none() && params.is_resident() {
             let (_, msm_default) = self.working_set(lengths.n)?;
-            let config = self.msm_config(msm_default);
-            // The proof's a, b and c are on the device while its MSMs run.
+            // The proof's a, b and c are on the device while its MSMs run; each MSM as the
+            // proof calls it (H on the device, the others from pinned host memory), with the
+            // allowances the proof will find.
             let abc = 3 * lengths.n * std::mem::size_of::<FrRepr>();
-            // Each MSM as the proof calls it: H on the device (one scalar per domain point),
-            // L, A and B₁ from pinned host memory, B₂ too; each plans from its own length.
+            let shapes = Shapes::of(&lengths, true);
+            let configs = self.msm_configs(msm_default, Some((&shapes, abc as u64)))?;
             let mut g1 = 0;
-            for (n, host) in [
-                (lengths.n, false),
-                (lengths.aux, true),
-                (lengths.a, true),
-                (lengths.b, true),
-            ] {
+            for (n, host) in shapes.g1 {
                 g1 = self
                     .msm
-                    .reserve::<G1>(&self.stream, n, host, abc, &config)?;
+                    .reserve::<G1>(&self.stream, n, host, abc, &configs.g1)?;
             }
+            let (n, host) = shapes.g2;
             let g2 = self
                 .msm
-                .reserve::<G2>(&self.stream, lengths.b, true, abc, &config)?;
+                .reserve::<G2>(&self.stream, n, host, abc, &configs.g2)?;
             workspace_bytes = (g1 + g2) as u64;
         }
         let workspaces_ms = ms_since(t);
