@@ -106,13 +106,13 @@ pub fn resident_working_set(n: u64, msm_vram: u64) -> u64 {
 
 /// Device bytes one proof of domain size `n` reserves with parameters streamed: the larger
 /// of the H step (a, b, c, tables) and the MSM stage (two chunk buffers with staging, and
-/// the MSM allowance).
+/// both groups' MSM work of G1 allowance `msm_vram`).
 pub fn streamed_working_set(n: u64, msm_vram: u64) -> u64 {
     (3 * SCALAR * n + TABLES)
         .max(2 * (STREAM_CHUNK + 2 * STAGE) + cuzk_prover::msm_work_bytes(msm_vram))
 }
 
-/// The MSM allowance for a device budget of `capacity` bytes: `configured`, or a fifth of the
+/// The (G1) MSM allowance for a device budget of `capacity` bytes: `configured`, or a fifth of the
 /// budget, at least 8 GiB (but at most a quarter of the budget) and at most
 /// [`LARGEST_MSM_VRAM`]. On a 141 GB card that runs a 2^27 partition's H MSM in one chunk
 /// (24.75 GiB of work buffers; with 8 GiB it takes four chunks and twice the time); on small

@@ -46,7 +46,8 @@ pub use shares::msm_work_bytes;
 use shares::{g1_allowance_within, Shapes};
 pub use warm::Warmed;
 
-/// Device bytes an MSM may use for its work buffers when nothing else limits it.
+/// Device bytes a G1 MSM may use for its work buffers when nothing else limits it (G2's get
+/// a quarter of that besides, [`msm_work_bytes`]).
 const DEFAULT_MSM_VRAM: u64 = 8 << 30;
 
 /// Upper bound of a prover's own pinned pool.
@@ -58,6 +59,11 @@ const MIN_MSM_VRAM: u64 = 256 << 20;
 /// Device bytes of one streamed-bases chunk per group, by default.
 const CHUNK_BYTES: u64 = 512 << 20;
 
+/// Device bytes of a proof's a, b and c over a domain of `n`.
+fn abc_bytes(n: usize) -> u64 {
+    3 * n as u64 * std::mem::size_of::<FrRepr>() as u64
+}
+
 /// How a [`GpuProver`] runs.
 #[derive(Clone, Debug)]
 pub struct GpuProverConfig {
@@ -67,9 +73,10 @@ pub struct GpuProverConfig {
     /// working set before allocating it, resident parameters reserve their points. `None`:
     /// unmetered (one lane owning the device).
     pub budget: Option<Budget>,
-    /// Device bytes one MSM may use for work buffers (`None`: under a budget 8 GiB or what
-    /// it leaves, without one whatever the driver reports free). Smaller values chunk the
-    /// MSMs; the results are the same.
+    /// Device bytes one G1 MSM may use for work buffers; the G2 MSM gets a quarter of that
+    /// besides, and a proof counts both ([`msm_work_bytes`]). `None`: under a budget 8 GiB
+    /// or what it leaves; without one, the device's room beside the proof divided by what
+    /// each group's MSMs ask for. Smaller values chunk the MSMs; the results are the same.
     pub msm_vram: Option<u64>,
     /// The device's pinned host pool, shared by its lanes (witness buffers are lent from it
     /// and returned after the proof). `None`: the prover makes its own, of
@@ -281,33 +288,34 @@ impl GpuProver {
     /// configuration and budget). Share the result between the lanes of the device.
     pub fn load(&self, params: Arc<PreparedParameters>) -> Result<DeviceParameters> {
         let n = params.h().len() + 1;
-        let working = self.working_set(n)?;
+        let working = self.working_set_bytes(n)?;
         DeviceParameters::load(
             &self.device,
             &self.stream,
             params,
             self.config.residency,
             self.config.budget.as_ref(),
-            working.0 + working.1,
+            working,
         )
     }
 
     /// Device bytes one proof of domain size `n` needs besides resident parameters: a, b, c,
-    /// the NTT tables and the MSM allowance (what [`GpuProver::load`] reserves room for when
-    /// it decides whether parameters may be resident).
+    /// the NTT tables and both groups' MSM work ([`msm_work_bytes`] of the G1 allowance; what
+    /// [`GpuProver::load`] reserves room for when it decides whether parameters may be
+    /// resident).
     pub fn working_set_bytes(&self, n: usize) -> Result<u64> {
-        let (vectors, msm) = self.working_set(n)?;
-        Ok(vectors + msm)
+        let (vectors, g1) = self.working_set(n)?;
+        Ok(vectors + msm_work_bytes(g1))
     }
 
-    /// Device bytes of one proof of domain size `n`: (a/b/c and NTT tables, MSM work).
+    /// Device bytes of one proof of domain size `n`: (a/b/c and NTT tables, the G1 MSM
+    /// allowance, configured or default).
     fn working_set(&self, n: usize) -> Result<(u64, u64)> {
         let log_n = n.trailing_zeros();
-        let abc = 3 * n as u64 * std::mem::size_of::<FrRepr>() as u64;
         let tables = self.ntt.table_bytes_now(log_n.max(1))? as u64;
         Ok((
-            abc + tables,
-            msm_work_bytes(self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM)),
+            abc_bytes(n) + tables,
+            self.config.msm_vram.unwrap_or(DEFAULT_MSM_VRAM),
         ))
     }
 
@@ -504,7 +512,7 @@ impl GpuProver {
                 let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
                 let reservation = self.reserve(stage_bytes + msm_work_bytes(msm_vram))?;
                 let shapes = Shapes::of(&lengths, true);
-                let configs = self.msm_configs(msm_vram, Some((&shapes, stage_bytes)))?;
+                let configs = self.msm_configs(msm_vram, Some((&shapes, abc_bytes(n))))?;
                 let config = &configs.g1;
                 let bufs = prepared.buffers()?;
                 let (abc, upload) = self.upload_abc(&bufs.abc, n)?;
@@ -634,7 +642,7 @@ impl GpuProver {
         let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes + extra)?;
         let reservation = self.reserve(stage_bytes + extra + msm_work_bytes(msm_vram))?;
         let shapes = Shapes::of(&lengths, false);
-        let configs = self.msm_configs(msm_vram, Some((&shapes, stage_bytes + extra)))?;
+        let configs = self.msm_configs(msm_vram, Some((&shapes, abc_bytes(n) + extra)))?;
         let config = &configs.g1;
 
         // The packed witness up on the copy stream; the pinned buffers go back to the pool
@@ -1008,7 +1016,7 @@ impl GpuProver {
             if v < MIN_MSM_VRAM {
                 return Err(Error::from(cuzk_mem::MemError::ExceedsCapacity {
                     budget: b.name().to_string(),
-                    requested: other + MIN_MSM_VRAM,
+                    requested: other + msm_work_bytes(MIN_MSM_VRAM),
                     capacity: b.capacity(),
                 }));
             }

@@ -464,10 +464,11 @@ pub(super) enum Count<'a> {
 pub(super) enum Flush {
     /// `buckets[key] += sum`: the buckets hold earlier chunks' sums (or the ones' running sum).
     Add,
-    /// `buckets[key] = sum`: every bucket of the call is at infinity and only this reduction
-    /// writes it. Each key's complete run closes in one slice of one level, so a bucket gets at
-    /// most one sum other than infinity, and the store saves the flush's random load and
-    /// general addition (`FLAG_STORE` in kernels/msm/level.cuh).
+    /// `buckets[key] = sum`: every bucket this reduction's keys name is at infinity and no
+    /// other reduction writes it (chains over other keys may share the array). Each key's
+    /// complete run closes in one slice of one level, so a bucket gets at most one sum other
+    /// than infinity, and the store saves the flush's random load and general addition
+    /// (`FLAG_STORE` in kernels/msm/level.cuh).
     Store,
 }
 

@@ -212,8 +212,9 @@ impl MsmEngine {
                     )?;
                 }
                 mark(profile, 5)?;
-                // The pass's buckets were zeroed before its first chunk, and each reduction
-                // flushes a bucket once: the first chunk stores its sums, later ones add.
+                // The pass's buckets were zeroed before its first chunk, and a reduction
+                // flushes a bucket at most once with a value other than infinity: the first
+                // chunk stores its sums, later ones add.
                 let flush = if chunk == 0 { Flush::Store } else { Flush::Add };
                 if plan.affine_levels > 0 {
                     self.pair_levels::<C>(stream, bases, plan, (w_count, d_count), len, flush, ws)?;

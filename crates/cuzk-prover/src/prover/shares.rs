@@ -25,7 +25,7 @@ const HEADROOM: u64 = 1 << 30;
 
 /// Device bytes a proof's MSM work buffers may take in all when G1's allowance is `g1`.
 pub fn msm_work_bytes(g1: u64) -> u64 {
-    g1 + g1 / G2_SHARE
+    g1.saturating_add(g1 / G2_SHARE)
 }
 
 /// The largest G1 allowance whose [`msm_work_bytes`] fit in `bytes`.

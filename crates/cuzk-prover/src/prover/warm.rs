@@ -10,7 +10,6 @@ use crate::error::Result;
 use crate::pack::Packed;
 use crate::params::DeviceParameters;
 use crate::prep::Lengths;
-use cuzk_field::FrRepr;
 use cuzk_mem::size_class;
 use cuzk_msm::{G1, G2};
 use std::time::Instant;
@@ -68,19 +67,19 @@ impl GpuProver {
             // The proof's a, b and c are on the device while its MSMs run; each MSM as the
             // proof calls it (H on the device, the others from pinned host memory), with the
             // allowances the proof will find.
-            let abc = 3 * lengths.n * std::mem::size_of::<FrRepr>();
+            let abc = super::abc_bytes(lengths.n);
             let shapes = Shapes::of(&lengths, true);
-            let configs = self.msm_configs(msm_default, Some((&shapes, abc as u64)))?;
+            let configs = self.msm_configs(msm_default, Some((&shapes, abc)))?;
             let mut g1 = 0;
             for (n, host) in shapes.g1 {
                 g1 = self
                     .msm
-                    .reserve::<G1>(&self.stream, n, host, abc, &configs.g1)?;
+                    .reserve::<G1>(&self.stream, n, host, abc as usize, &configs.g1)?;
             }
             let (n, host) = shapes.g2;
             let g2 = self
                 .msm
-                .reserve::<G2>(&self.stream, n, host, abc, &configs.g2)?;
+                .reserve::<G2>(&self.stream, n, host, abc as usize, &configs.g2)?;
             workspace_bytes = (g1 + g2) as u64;
         }
         let workspaces_ms = ms_since(t);
