@@ -299,6 +299,8 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     // When each witness's synthesis started, its preparation started and ended, and when its
     // proof started and ended: ms since `start`.
     let mut clocks: Vec<([f64; 3], [f64; 2])> = Vec::new();
+    // MSM workspaces each proof allocated (none once warm-up's buffers serve every plan).
+    let mut allocs: Vec<u64> = Vec::new();
     let since = |start: Instant| start.elapsed().as_secs_f64() * 1e3;
     std::thread::scope(|s| -> Result<()> {
         type Made = (PreparedWitness, u64, (u64, u64), [f64; 3]);
@@ -336,7 +338,9 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             pinning.push(pinned);
             let (r, s2) = (Field::random(&mut rng), Field::random(&mut rng));
             let proved_from = since(start);
+            let allocs_before = prover.msm_workspace_allocations();
             let (proof, t) = prover.prove_prepared(dev_params, &mut prepared, r, s2)?;
+            allocs.push(prover.msm_workspace_allocations() - allocs_before);
             clocks.push((made_at, [proved_from, since(start)]));
             ensure!(
                 verify_proof(
@@ -364,8 +368,12 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    for (i, ((t, (misses, pinned)), (made, proved))) in
-        timings.iter().zip(&pinning).zip(&clocks).enumerate()
+    for (i, (((t, (misses, pinned)), (made, proved)), allocs)) in timings
+        .iter()
+        .zip(&pinning)
+        .zip(&clocks)
+        .zip(&allocs)
+        .enumerate()
     {
         let phases: Vec<String> = t
             .phases()
@@ -374,7 +382,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             .collect();
         eprintln!(
             "2^{k} partition {}: prove={:.1} {} idle={:.1}% pinned_now={misses} pool={:.1}GiB \
-             synthesized_at={:.0}-{:.0} prepared_by={:.0} proved_at={:.0}-{:.0}",
+             msm_allocations={allocs} synthesized_at={:.0}-{:.0} prepared_by={:.0} proved_at={:.0}-{:.0}",
             i + 1,
             t.prove_ms,
             phases.join(" "),
