@@ -19,11 +19,11 @@ struct LevelParams {
 };
 constexpr uint32_t FLAG_KEYS = 1;       // keys[] holds each entry's key
 constexpr uint32_t FLAG_M_FROM_PTR = 2; // the entry count is *m_in (computed on the device)
-// The buckets start at infinity and this chain of levels is the only one to flush into them:
-// every key's complete run closes in one slice of one level, so a bucket is flushed at most
-// once with anything but infinity, and the flush stores the run's sum instead of loading the
-// bucket and adding to it (a random 4-coordinate load a lane's warp waits for, and a general
-// addition, on every flush).
+// The buckets this chain's keys name start at infinity and no other chain flushes into them
+// (chains over other keys may share the array): every key's complete run closes in one slice
+// of one level, so a bucket is flushed at most once with anything but infinity, and the flush
+// stores the run's sum instead of loading the bucket and adding to it (a random 4-coordinate
+// load a lane's warp waits for, and a general addition, on every flush).
 constexpr uint32_t FLAG_STORE = 4;
 
 constexpr uint32_t INDEX_MASK = 0x7fffffffu;
@@ -140,7 +140,8 @@ __device__ __forceinline__ void flush<fp2_lane_t>(xyzz_t<fp2_t>* buckets, uint32
     flush_call(&buckets[key], acc);
 }
 
-// One level of a balanced segmented reduction: buckets[key] += Σ entries of that key.
+// One level of a balanced segmented reduction: buckets[key] += Σ entries of that key (= with
+// FLAG_STORE).
 //
 // Entries are sorted by key; thread t takes the L = span entries [t·L, t·L + L) whatever their
 // keys, so a bucket holding most of the points (all-one scalars, repeated bases) is shared by

@@ -17,7 +17,7 @@ using cuzk::msm::PairParams;
 // level_affine: entries (keys[i·stride] or i / key_div, vals[i·stride]) with vals = base index |
 // sign bit (stride 2 reads interleaved (key, value) pairs). level_xyzz: entries
 // (keys[i·stride] or i / key_div, pts[i]). Both: m entries (p.m_value or *m_in),
-// buckets[key] += complete runs, out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
+// buckets[key] += complete runs (= with FLAG_STORE), out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
 // Launch at least ceil(m_max / span) work items. bucket_sums: w_count · (nb >> seg_log) work
 // items, out gets one point per item. A work item is lane_layout<F>::count threads (G1 one, G2
 // two), and the host launches that many threads per item.
