@@ -430,12 +430,8 @@ impl MsmEngine {
         if let Some(a) = config.vram_allowance {
             return Ok(a);
         }
-        let cached_bytes = cache
-            .get(C::NAME)
-            .and_then(|w| w.downcast_ref::<Workspace<C>>())
-            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
         let (free, _) = self.device.memory_info()?;
-        Ok((free + cached_bytes).saturating_sub(VRAM_MARGIN))
+        Ok((free + cached_bytes::<C>(cache)).saturating_sub(VRAM_MARGIN))
     }
 
     fn plan_input<C: MsmCurve>(
@@ -502,10 +498,7 @@ impl MsmEngine {
                 Some(allowance),
             )?;
         }
-        Ok(cache
-            .get(C::NAME)
-            .and_then(|w| w.downcast_ref::<Workspace<C>>())
-            .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>())))
+        Ok(cached_bytes::<C>(&cache))
     }
 
     /// Device bytes of the work buffers that would serve MSMs of every `(n, host)` shape in
@@ -565,13 +558,7 @@ impl MsmEngine {
     /// Device bytes of the cached work buffers of both groups.
     pub fn workspace_bytes(&self) -> usize {
         let cache = lock(&self.workspaces);
-        fn held<C: MsmCurve>(cache: &HashMap<&'static str, Box<dyn Any + Send>>) -> usize {
-            cache
-                .get(C::NAME)
-                .and_then(|w| w.downcast_ref::<Workspace<C>>())
-                .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()))
-        }
-        held::<crate::curve::G1>(&cache) + held::<crate::curve::G2>(&cache)
+        cached_bytes::<crate::curve::G1>(&cache) + cached_bytes::<crate::curve::G2>(&cache)
     }
 
     /// Frees the cached work buffers (the next call allocates again).
@@ -670,6 +657,14 @@ fn workspace<'c, C: MsmCurve>(
         .get_mut(C::NAME)
         .and_then(|w| w.downcast_mut::<Workspace<C>>())
         .expect("inserted above"))
+}
+
+/// Device bytes of group `C`'s cached work buffers (0 when it has none).
+fn cached_bytes<C: MsmCurve>(cache: &HashMap<&'static str, Box<dyn Any + Send>>) -> usize {
+    cache
+        .get(C::NAME)
+        .and_then(|w| w.downcast_ref::<Workspace<C>>())
+        .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()))
 }
 
 /// The share of zeros and ones among `sample` (0 for an empty one).

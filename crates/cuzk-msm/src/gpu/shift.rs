@@ -23,8 +23,7 @@
 //! # let _ = sum; Ok(()) }
 //! ```
 
-use super::workspace::Workspace;
-use super::{launch, lock, Bases, MsmConfig, MsmEngine, Split, VRAM_MARGIN};
+use super::{cached_bytes, launch, lock, Bases, MsmConfig, MsmEngine, Split, VRAM_MARGIN};
 use crate::curve::MsmCurve;
 use crate::digits::window_count;
 use crate::plan::{check_width, Plan, MAX_POINTS};
@@ -94,12 +93,8 @@ impl MsmEngine {
         let spare = bases.device_bytes() - n * affine;
         let (room, making) = {
             let cache = lock(&self.workspaces);
-            let cached = cache
-                .get(C::NAME)
-                .and_then(|w| w.downcast_ref::<Workspace<C>>())
-                .map_or(0, |w| w.sizes.bytes(std::mem::size_of::<C::XyzzRepr>()));
             let (free, _) = self.device.memory_info()?;
-            let making = (free + cached).saturating_sub(VRAM_MARGIN);
+            let making = (free + cached_bytes::<C>(&cache)).saturating_sub(VRAM_MARGIN);
             (self.allowance::<C>(&cache, config)? + spare, making)
         };
         let windows = window_count(bits);
