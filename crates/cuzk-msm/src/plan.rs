@@ -592,9 +592,11 @@ impl Plan {
 
     fn largest_chunk(input: &PlanInput, bits: u32, pass_windows: u32) -> Option<Plan> {
         let n = input.n.max(1);
+        let digits = pass_digits(bits, pass_windows, input.copies) as u64;
         let cap = n
             .min(MAX_CHUNK)
-            .min((MAX_PAIRS / pass_digits(bits, pass_windows, input.copies) as u64) as usize);
+            .min((split_pair_cap(input).min(MAX_PAIRS) / digits) as usize)
+            .max(1);
         let fits = |chunk: usize| {
             let p = Self::with_chunk(input, bits, pass_windows, chunk);
             (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
@@ -664,6 +666,26 @@ pub(crate) fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError
 }
 
 /// Digit windows of a pass of `pass_windows` bucket sets: `copies` per set, at most a scalar's.
+/// The most pairs a chunk of a plan for a tail estimate below its points (a split plan)
+/// holds: [`SPLIT_PAIR_SHARE`] of what a dense plan of the same points would (a chunk of all
+/// of them at its width); no limit for a plan of the whole.
+/// A split plan's pairs must hold a chunk's whole tail in the worst case, and the narrow
+/// windows a small tail estimate picks would make that up to 64 digits a point: 16 GiB of
+/// pairs for 2^25 G2 points whose real tail fills a few bytes of them. Smaller chunks bound it
+/// at the cost of more chunks, each cheap when its tail is short.
+fn split_pair_cap(input: &PlanInput) -> u64 {
+    if input.tail >= input.n {
+        return u64::MAX;
+    }
+    let n = input.n.clamp(1, MAX_CHUNK);
+    let dense = window_count(window_bits(n, input.xyzz_bytes)) as u64 * n as u64;
+    dense / SPLIT_PAIR_SHARE.1 * SPLIT_PAIR_SHARE.0
+}
+
+/// A split plan's pairs may exceed a dense plan's by this ratio (numerator, denominator): the
+/// 2^31 pairs of 2^27 G1 points with a tail of 2^23 (16-bit windows) stay one chunk.
+const SPLIT_PAIR_SHARE: (u64, u64) = (5, 4);
+
 fn pass_digits(bits: u32, pass_windows: u32, copies: u32) -> u32 {
     (pass_windows * copies.max(1)).min(window_count(bits))
 }
@@ -744,6 +766,52 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_plans_hold_no_more_pairs_than_a_dense_plan_allows() {
+        // A small tail estimate picks narrow windows; its chunks shrink so that its pairs stay
+        // within SPLIT_PAIR_SHARE of the dense plan's, where before they took up to 2^31.
+        for (xyzz, n) in [(384, 1usize << 25), (192, 1 << 27), (192, 1 << 20)] {
+            let base = PlanInput {
+                xyzz_bytes: xyzz,
+                ..input(n, 400 << 30)
+            };
+            let dense = Plan::new(&base).unwrap();
+            let cap = dense.sizes.pairs / 4 * 5;
+            for tail in [1, 100, 1 << 11, n / 64, n / 4] {
+                let p = Plan::new(&PlanInput {
+                    tail,
+                    split: true,
+                    ..base
+                })
+                .unwrap();
+                assert!(
+                    p.sizes.pairs <= cap + cap / 1000,
+                    "n {n} tail {tail}: {} pairs against {} dense",
+                    p.sizes.pairs,
+                    dense.sizes.pairs
+                );
+                assert!(p.sizes.pairs >= p.chunk, "a chunk's pairs hold its points");
+            }
+        }
+        // 2^27 G1 points with a tail of 2^23 (16-bit windows): still one chunk.
+        let g1 = input(1 << 27, 400 << 30);
+        let p = Plan::new(&PlanInput {
+            tail: 1 << 23,
+            split: true,
+            ..g1
+        })
+        .unwrap();
+        assert_eq!(p.chunks(1 << 27), 1);
+        // 2^25 G2 points with any tail: the covering workspace is about the dense plan's
+        // (11 GiB), not the 36 GiB of whole chunks at 4-bit windows.
+        let g2 = PlanInput {
+            xyzz_bytes: 384,
+            ..input(1 << 25, 400 << 30)
+        };
+        let all = covering_sizes(&g2, true, true).unwrap();
+        assert!(all.bytes(384) < 14 << 30, "{} bytes", all.bytes(384));
+    }
 
     #[test]
     fn covering_sizes_serve_every_tail_a_split_can_leave() {
