@@ -94,6 +94,11 @@ pub struct Args {
     /// next (`GpuProverConfig::keep_freed_vram`); `false` unmaps it at every synchronisation.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     keep_freed_vram: bool,
+    /// Shifted copies of the H bases for windows of this many bits where the device has room
+    /// for them beside one proof (`GpuProverConfig::h_copy_bits`, `GpuProver::copy_h`; made
+    /// at placement, timed apart; unmetered only). Default: none.
+    #[arg(long)]
+    h_copy_bits: Option<u32>,
 }
 
 /// The targets at 2^27: one partition and ten.
@@ -102,6 +107,7 @@ const CEILING_PARTITION_MS: f64 = 2500.0;
 
 pub fn run(args: &Args) -> Result<()> {
     ensure!(args.partitions >= 1, "--partitions must be at least 1");
+    init_tracing();
     let device = Device::open(0).context("opening CUDA device 0")?;
     let budget = args
         .budget
@@ -115,10 +121,10 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!();
     println!(
-        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | eval on | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | scalars | gather | free | witness up GB | idle share | params load s | pce place s | warm s | paramgen s |"
+        "| log n | partitions | warm-up proofs | pre-warmed sets | resident | eval on | budget | first s | steady s | steady of | batch s | upload | ntt | msm h | msm l | msm a | msm b1 | msm b2 | eval | scalars | gather | free | witness up GB | idle share | params load s | pce place s | warm s | paramgen s | h copies |"
     );
     println!(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &rows {
         println!("{r}");
@@ -165,6 +171,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             (_, true) => Some(false),
             _ => None,
         },
+        h_copy_bits: args.h_copy_bits,
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;
@@ -220,6 +227,25 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     eprintln!(
         "2^{k}: parameters placed in {load_s:.1} s (resident: {})",
         dev_params.is_resident()
+    );
+    // Adopted parameters get their copies here; loaded ones got them in `load` (then this
+    // reports them).
+    let mut dev_params = dev_params;
+    let h_copies = prover.copy_h(&mut dev_params)?;
+    let dev_params = dev_params;
+    let copies_col = match h_copies.skipped {
+        None => format!("{} x {} bits", h_copies.copies, h_copies.bits),
+        Some(_) => "none".to_string(),
+    };
+    eprintln!(
+        "2^{k}: H copies: {} ({:.1} GiB beyond the bases, {:.2} s{})",
+        copies_col,
+        h_copies.bytes as f64 / (1u64 << 30) as f64,
+        h_copies.ms / 1e3,
+        h_copies
+            .skipped
+            .map(|w| format!("; none: {w}"))
+            .unwrap_or_default()
     );
     let t = Instant::now();
     // With the evaluation on the device a witness takes only the packed form's bit buffers
@@ -401,7 +427,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         .map(|b| format!("{:.0} GiB", b.capacity() as f64 / (1u64 << 30) as f64))
         .unwrap_or_else(|| "none".into());
     Ok(format!(
-        "| {k} | {} | {} | {prewarmed} | {} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1}% | {load_s:.1} | {pce_s:.2} | {prewarm_s:.1} | {paramgen_s:.1} |",
+        "| {k} | {} | {} | {prewarmed} | {} | {} | {budget_col} | {:.3} | {:.3} | {steady_of} | {batch_s:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1}% | {load_s:.1} | {pce_s:.2} | {prewarm_s:.1} | {paramgen_s:.1} | {copies_col} |",
         args.partitions,
         args.warmup,
         dev_params.is_resident(),
@@ -422,4 +448,16 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         med(|t| t.witness_upload_bytes as f64) / 1e9,
         100.0 * med(|t| t.idle_share()),
     ))
+}
+
+/// The prover's placement and memory decisions on stderr (`RUST_LOG` overrides the filter:
+/// `cuzk_prover=debug,cuzk_msm=debug` shows every MSM's plan and each proof's allowances).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,cuzk_prover=info"));
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }

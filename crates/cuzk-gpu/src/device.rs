@@ -170,6 +170,9 @@ impl DeviceState {
             // allowance.
             msm_affine_levels: 0,
             msm_binned_scatter: None,
+            // No copies of the H bases: the lanes share the device under a budget, and
+            // `GpuProver::copy_h` makes copies only for unmetered provers.
+            h_copy_bits: None,
         };
         let lanes = (0..config.workers_per_device)
             .map(|_| GpuProver::new(&device, lane_config.clone()))

@@ -8,7 +8,7 @@
 use cuzk_cuda::{Device, Stream};
 use cuzk_field::{FrRepr, PrimeCurveAffine, Scalar};
 use cuzk_msm::gpu::{
-    Bases, HostBases, MsmConfig, MsmEngine, Scalars, Split, GEN_POINTS_PER_THREAD,
+    Bases, HostBases, MsmConfig, MsmEngine, MsmShape, Scalars, Split, GEN_POINTS_PER_THREAD,
 };
 use cuzk_msm::plan::{Plan, PlanInput};
 use cuzk_msm::testing::{
@@ -1175,8 +1175,8 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     let engine = MsmEngine::new(&g.device).unwrap();
     let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
     let bytes = engine
-        .reserve::<C>(&g.stream, n, false, 0, &cfg)
-        .and_then(|_| engine.reserve::<C>(&g.stream, n, true, 0, &cfg))
+        .reserve::<C>(&g.stream, MsmShape::new(n, false), 0, &cfg)
+        .and_then(|_| engine.reserve::<C>(&g.stream, MsmShape::new(n, true), 0, &cfg))
         .unwrap();
     assert!(bytes > 0);
     let reserved = engine.workspace_allocations();
@@ -1195,8 +1195,36 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     );
     // Nothing to reserve for no points.
     assert_eq!(
-        engine.reserve::<C>(&g.stream, 0, true, 0, &cfg).unwrap(),
+        engine
+            .reserve::<C>(&g.stream, MsmShape::new(0, true), 0, &cfg)
+            .unwrap(),
         bytes
+    );
+
+    // Over shifted copies the plan keeps their width and sets: a shape with the copies
+    // reserves what the call takes.
+    let engine = MsmEngine::new(&g.device).unwrap();
+    let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
+    let shifted = engine.shift_bases::<C>(&g.stream, bases, 12, 3).unwrap();
+    engine
+        .reserve::<C>(&g.stream, MsmShape::over(&shifted, n, false), 0, &cfg)
+        .unwrap();
+    let reserved = engine.workspace_allocations();
+    let (d, info) = engine
+        .msm_with(&g.stream, &shifted, Scalars::Device(&on_device), &cfg)
+        .unwrap();
+    assert_eq!(d, want_dense, "{} over copies, reserved", C::NAME);
+    assert_eq!(
+        (info.plan.bits, info.plan.copies),
+        (12, 3),
+        "{}: the copies' plan",
+        C::NAME
+    );
+    assert_eq!(
+        engine.workspace_allocations(),
+        reserved,
+        "{}: a reserved shape over copies allocated",
+        C::NAME
     );
 }
 

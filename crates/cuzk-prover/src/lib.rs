@@ -44,4 +44,4 @@ pub use paramgen::{
 };
 pub use params::{resident_query_bytes, DeviceParameters, Residency};
 pub use prep::{witness_buffer_bytes, PreparedWitness};
-pub use prover::{msm_work_bytes, GpuProver, GpuProverConfig, ProofTimings, Warmed};
+pub use prover::{msm_work_bytes, GpuProver, GpuProverConfig, HCopies, ProofTimings, Warmed};

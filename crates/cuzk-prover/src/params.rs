@@ -206,6 +206,21 @@ impl DeviceParameters {
         &self.vk
     }
 
+    /// The H query's bases when resident (with any shifted copies of them).
+    pub fn h_bases(&self) -> Option<&Bases<G1>> {
+        match &self.store {
+            Store::Resident(q) => Some(&q.h),
+            Store::Streamed(_) => None,
+        }
+    }
+
+    pub(crate) fn h_bases_mut(&mut self) -> Option<&mut Bases<G1>> {
+        match &mut self.store {
+            Store::Resident(q) => Some(&mut q.h),
+            Store::Streamed(_) => None,
+        }
+    }
+
     /// Ordinal of the device the parameters were placed on.
     pub fn device_ordinal(&self) -> usize {
         self.ordinal

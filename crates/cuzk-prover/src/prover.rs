@@ -40,8 +40,10 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+mod copies;
 mod shares;
 mod warm;
+pub use copies::HCopies;
 pub use shares::msm_work_bytes;
 use shares::{g1_allowance_within, Shapes};
 pub use warm::Warmed;
@@ -108,6 +110,10 @@ pub struct GpuProverConfig {
     /// Place every MSM's pairs by the binned scatter ([`MsmConfig::binned_scatter`]; `None`,
     /// the default, leaves it to each MSM's plan).
     pub msm_binned_scatter: Option<bool>,
+    /// Window width of shifted copies of the H bases ([`GpuProver::copy_h`]; 4 to 24), made
+    /// where an unmetered prover's device has room for them beside one proof. `None`, the
+    /// default: no copies (not the default until measured against the bases alone).
+    pub h_copy_bits: Option<u32>,
 }
 
 impl Default for GpuProverConfig {
@@ -123,6 +129,7 @@ impl Default for GpuProverConfig {
             ntt_direct_factor_log: None,
             msm_affine_levels: 0,
             msm_binned_scatter: None,
+            h_copy_bits: None,
         }
     }
 }
@@ -285,18 +292,25 @@ impl GpuProver {
     }
 
     /// Places `params` on this prover's device (resident or streamed, per the
-    /// configuration and budget). Share the result between the lanes of the device.
+    /// configuration and budget), with shifted copies of the H bases where the configuration
+    /// asks for them and they fit ([`GpuProver::copy_h`]). Share the result between the lanes
+    /// of the device.
     pub fn load(&self, params: Arc<PreparedParameters>) -> Result<DeviceParameters> {
         let n = params.h().len() + 1;
         let working = self.working_set_bytes(n)?;
-        DeviceParameters::load(
+        let mut placed = DeviceParameters::load(
             &self.device,
             &self.stream,
             params,
             self.config.residency,
             self.config.budget.as_ref(),
             working,
-        )
+        )?;
+        // Copies are a speed-up: without them every proof is the same, only slower.
+        if let Err(e) = self.copy_h(&mut placed) {
+            tracing::warn!(device = self.device.ordinal(), error = %e, "no copies of the H bases");
+        }
+        Ok(placed)
     }
 
     /// Device bytes one proof of domain size `n` needs besides resident parameters: a, b, c,
@@ -511,7 +525,7 @@ impl GpuProver {
                 } = &**q;
                 let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes)?;
                 let reservation = self.reserve(stage_bytes + msm_work_bytes(msm_vram))?;
-                let shapes = Shapes::of(&lengths, true);
+                let shapes = Shapes::of(&lengths, true, Some(h));
                 let configs = self.msm_configs(msm_vram, Some((&shapes, abc_bytes(n))))?;
                 let config = &configs.g1;
                 let bufs = prepared.buffers()?;
@@ -641,7 +655,7 @@ impl GpuProver {
         let extra = device_eval_bytes(ni, lengths.aux, lengths.a, lengths.b);
         let msm_vram = self.msm_vram(msm_default, params.bytes() + stage_bytes + extra)?;
         let reservation = self.reserve(stage_bytes + extra + msm_work_bytes(msm_vram))?;
-        let shapes = Shapes::of(&lengths, false);
+        let shapes = Shapes::of(&lengths, false, params.h_bases());
         let configs = self.msm_configs(msm_vram, Some((&shapes, abc_bytes(n) + extra)))?;
         let config = &configs.g1;
 

@@ -419,3 +419,54 @@ fn gpu_warmed_prover_first_proof_allocates_no_msm_buffers() {
     drop(params);
     assert_eq!(budget.used(), 0, "every reservation is released");
 }
+
+/// Shifted copies of the H bases (`GpuProver::copy_h`) give the CPU prover's proofs (same r,
+/// s): at several widths (the widest with one set for every window, the others with several),
+/// warmed so that the first proof over the copies allocates no MSM work buffers, and none
+/// under a budget, where the prover makes no copies.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_h_bases_copies_give_the_same_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
+    let porep = SyntheticPoRep::new((1 << 18) - 2, rand::random());
+    let inputs = porep.public_inputs();
+    let porep = case(porep, inputs, 9);
+    for bits in [10, 16, 22] {
+        let config = GpuProverConfig {
+            h_copy_bits: Some(bits),
+            ..GpuProverConfig::default()
+        };
+        let prover = GpuProver::new(&device(), config).unwrap();
+        let mut params = prover.load(porep.params.clone()).unwrap();
+        let (copies, shift_bits) = params.h_bases().expect("resident").copies();
+        assert!(
+            copies > 1,
+            "{bits} bits: a 2^18 H query's copies fit any card"
+        );
+        assert_eq!(shift_bits, bits);
+        // Asked again, the copies are kept.
+        let again = prover.copy_h(&mut params).unwrap();
+        assert_eq!((again.copies, again.bits), (copies, bits));
+        prover.warm(&params, 1).unwrap();
+        let allocations = prover.msm_workspace_allocations();
+        check(&prover, &params, &porep, &mut rng);
+        check(&prover, &params, &porep, &mut rng);
+        assert_eq!(
+            prover.msm_workspace_allocations(),
+            allocations,
+            "{bits} bits: proofs over warmed copies allocated MSM work buffers"
+        );
+    }
+    let metered = GpuProver::new(
+        &device(),
+        GpuProverConfig {
+            budget: Some(Budget::new("vram 0 (test)", 8 << 30)),
+            h_copy_bits: Some(16),
+            ..GpuProverConfig::default()
+        },
+    )
+    .unwrap();
+    let params = metered.load(porep.params.clone()).unwrap();
+    assert_eq!(params.h_bases().map(|h| h.copies().0), Some(1));
+    check(&metered, &params, &porep, &mut rng);
+}

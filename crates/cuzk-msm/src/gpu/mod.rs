@@ -189,14 +189,7 @@ impl<C: MsmCurve> Bases<C> {
     /// `input` for an MSM over these bases: with copies, their count and the width they were
     /// made for, which the plan must keep.
     fn plan_input(&self, input: PlanInput) -> PlanInput {
-        if self.copies <= 1 {
-            return input;
-        }
-        PlanInput {
-            copies: self.copies,
-            bits: Some(self.shift_bits),
-            ..input
-        }
+        MsmShape::over(self, input.n, input.staged).plan_input(input)
     }
 
     /// Copies the points back to the host.
@@ -213,6 +206,55 @@ impl<C: MsmCurve> fmt::Debug for Bases<C> {
             .field("copies", &self.copies)
             .field("shift_bits", &self.shift_bits)
             .finish()
+    }
+}
+
+/// One MSM as the engine's work-buffer planning sees it ([`MsmEngine::reserve`],
+/// [`MsmEngine::wanted_bytes`]): its points, where its scalars come from, and the shifted
+/// copies of the bases it reads, which fix its window width and shrink its buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmShape {
+    /// Points (scalars) of the MSM.
+    pub n: usize,
+    /// Scalars from the host (staged in pieces), else on the device.
+    pub host: bool,
+    /// Copies of the bases held, the bases themselves included (1: none).
+    pub copies: u32,
+    /// The window width the copies were made for (0 without copies).
+    pub shift_bits: u32,
+}
+
+impl MsmShape {
+    /// An MSM of `n` points over bases without copies.
+    pub fn new(n: usize, host: bool) -> MsmShape {
+        MsmShape {
+            n,
+            host,
+            copies: 1,
+            shift_bits: 0,
+        }
+    }
+
+    /// An MSM of `n` of `bases`, with their copies.
+    pub fn over<C: MsmCurve>(bases: &Bases<C>, n: usize, host: bool) -> MsmShape {
+        let (copies, shift_bits) = bases.copies();
+        MsmShape {
+            copies,
+            shift_bits,
+            ..MsmShape::new(n, host)
+        }
+    }
+
+    /// `input` with this shape's copies, as [`Bases`] gives them to a call.
+    fn plan_input(&self, input: PlanInput) -> PlanInput {
+        if self.copies <= 1 {
+            return input;
+        }
+        PlanInput {
+            copies: self.copies,
+            bits: Some(self.shift_bits),
+            ..input
+        }
     }
 }
 
@@ -478,18 +520,17 @@ impl MsmEngine {
     pub fn reserve<C: MsmCurve>(
         &self,
         stream: &Stream,
-        n: usize,
-        host: bool,
+        shape: MsmShape,
         beside: usize,
         config: &MsmConfig,
     ) -> Result<usize, MsmError> {
         let mut cache = lock(&self.workspaces);
-        if n > 0 {
+        if shape.n > 0 {
             let allowance = match config.vram_allowance {
                 Some(a) => a,
                 None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
             };
-            let sizes = self.covering::<C>(n, host, config, allowance)?;
+            let sizes = self.covering::<C>(shape, config, allowance)?;
             workspace::<C>(
                 &mut cache,
                 &self.allocations,
@@ -507,12 +548,12 @@ impl MsmEngine {
     /// divides its room by these figures. Allocates nothing.
     pub fn wanted_bytes<C: MsmCurve>(
         &self,
-        shapes: &[(usize, bool)],
+        shapes: &[MsmShape],
         config: &MsmConfig,
     ) -> Result<usize, MsmError> {
         let mut all: Option<Sizes> = None;
-        for &(n, host) in shapes.iter().filter(|s| s.0 > 0) {
-            let sizes = self.covering::<C>(n, host, config, usize::MAX)?;
+        for &shape in shapes.iter().filter(|s| s.n > 0) {
+            let sizes = self.covering::<C>(shape, config, usize::MAX)?;
             all = Some(all.map_or(sizes, |a| a.max(&sizes)));
         }
         Ok(all.map_or(0, |s| s.bytes(std::mem::size_of::<C::XyzzRepr>())))
@@ -522,11 +563,11 @@ impl MsmEngine {
     /// whatever tail its 0/1 split leaves.
     fn covering<C: MsmCurve>(
         &self,
-        n: usize,
-        host: bool,
+        shape: MsmShape,
         config: &MsmConfig,
         allowance: usize,
     ) -> Result<Sizes, MsmError> {
+        let MsmShape { n, host, .. } = shape;
         // Which plans a call can take (see `decide_split`): host scalars split or not as the
         // mode and their sample say; device scalars split only when always asked to, and then
         // with every scalar counted as tail.
@@ -537,7 +578,7 @@ impl MsmEngine {
             (Split::Auto, true) => (true, true),
             (Split::Auto, false) => (true, false),
         };
-        let base = self.plan_input::<C>(n, n, false, host, config, allowance);
+        let base = shape.plan_input(self.plan_input::<C>(n, n, false, host, config, allowance));
         let mut sizes = crate::plan::covering_sizes(&base, dense, split)?;
         if !dense && !split {
             sizes = Plan::new(&PlanInput {
@@ -645,8 +686,20 @@ fn workspace<'c, C: MsmCurve>(
             (Some(o), Some(room)) if o.max(sizes).bytes(xyzz) <= room => o.max(sizes),
             _ => *sizes,
         };
-        // Free the old buffers before allocating the new ones.
-        cache.remove(C::NAME);
+        // Free the old buffers before allocating the new ones, and wait for the stream: memory
+        // freed in stream order stays with the stream's pool until a synchronisation, and
+        // the pool may not fit the new buffers' sizes into the old ones' blocks, so without
+        // the wait a card with no other room fails the allocation.
+        if cache.remove(C::NAME).is_some() {
+            stream.synchronize()?;
+        }
+        tracing::debug!(
+            group = C::NAME,
+            bytes = sizes.bytes(xyzz),
+            old = old.map_or(0, |o| o.bytes(xyzz)),
+            room,
+            "MSM workspace allocated"
+        );
         let ws = Workspace::<C>::new(stream, sizes)?;
         allocations.fetch_add(1, Ordering::Relaxed);
         // Stream-ordered allocations must be complete before the copy stream touches them.

@@ -41,16 +41,33 @@ impl MsmEngine {
     pub fn shift_bases<C: MsmCurve>(
         &self,
         stream: &Stream,
-        bases: Bases<C>,
+        mut bases: Bases<C>,
         bits: u32,
         copies: u32,
     ) -> Result<Bases<C>, MsmError> {
+        self.shift_in_place(stream, &mut bases, bits, copies)?;
+        Ok(bases)
+    }
+
+    /// [`MsmEngine::shift_bases`] in place: on an error (no memory for the table) `bases` are
+    /// left as they were, so a caller that holds them for other MSMs keeps them.
+    pub fn shift_in_place<C: MsmCurve>(
+        &self,
+        stream: &Stream,
+        bases: &mut Bases<C>,
+        bits: u32,
+        copies: u32,
+    ) -> Result<(), MsmError> {
         check_shape(bases.len(), bits, copies)?;
         let len = bases.len();
         if len == 0 || (copies == 1 && bases.copies == 1) {
-            return Ok(bases);
+            return Ok(());
         }
-        lock(&self.workspaces).remove(C::NAME);
+        // The group's work buffers make room for the table (freed memory is the pool's until
+        // the stream is synchronised, see `workspace`).
+        if lock(&self.workspaces).remove(C::NAME).is_some() {
+            stream.synchronize()?;
+        }
         let mut table = stream.alloc::<C::AffineRepr>(copies as usize * len)?;
         stream.copy_on_device(&bases.points.slice(..len), &mut table.slice_mut(..len))?;
         let span = tracing::debug_span!("shift_bases", group = C::NAME, len, bits, copies);
@@ -58,12 +75,13 @@ impl MsmEngine {
         for k in 1..copies {
             launch::shift_copy::<C>(stream, &self.kernels, &mut table, len, k, bits)?;
         }
-        Ok(Bases {
+        *bases = Bases {
             points: table,
             len,
             copies,
             shift_bits: if copies > 1 { bits } else { 0 },
-        })
+        };
+        Ok(())
     }
 
     /// How many copies of `bases` for `bits`-bit windows ([`MsmEngine::shift_bases`]) fit

@@ -11,7 +11,7 @@
 use super::{GpuProver, MIN_MSM_VRAM};
 use crate::error::Result;
 use crate::prep::Lengths;
-use cuzk_msm::gpu::MsmConfig;
+use cuzk_msm::gpu::{Bases, MsmConfig, MsmShape};
 use cuzk_msm::{G1, G2};
 
 /// G2's allowance is at most 1 / this of G1's. A proof's one G2 MSM (B₂) splits into its 0/1
@@ -21,7 +21,7 @@ const G2_SHARE: u64 = 4;
 
 /// Device bytes left out of an unmetered proof's room for MSM work: the driver's own
 /// allocations and its rounding of each buffer to its granularity.
-const HEADROOM: u64 = 1 << 30;
+pub(super) const HEADROOM: u64 = 1 << 30;
 
 /// Device bytes a proof's MSM work buffers may take in all when G1's allowance is `g1`.
 pub fn msm_work_bytes(g1: u64) -> u64 {
@@ -61,25 +61,29 @@ pub(super) struct MsmConfigs {
     pub g2: MsmConfig,
 }
 
-/// The MSM shapes of one proof, as `MsmEngine::reserve` takes them: (points, scalars from
-/// the host).
+/// The MSM shapes of one proof, as `MsmEngine::reserve` takes them.
 pub(super) struct Shapes {
-    pub g1: [(usize, bool); 4],
-    pub g2: (usize, bool),
+    pub g1: [MsmShape; 4],
+    pub g2: MsmShape,
 }
 
 impl Shapes {
-    /// A proof's MSMs over witness `lengths`: H with its scalars on the device; L, A, B₁ and
-    /// B₂ with theirs from the host when `host` (else on the device: evaluated there).
-    pub(super) fn of(lengths: &Lengths, host: bool) -> Shapes {
+    /// A proof's MSMs over witness `lengths`: H with its scalars on the device, over `h`'s
+    /// shifted copies where it has them; L, A, B₁ and B₂ with theirs from the host when
+    /// `host` (else on the device: evaluated there).
+    pub(super) fn of(lengths: &Lengths, host: bool, h: Option<&Bases<G1>>) -> Shapes {
+        let h = match h {
+            Some(h) => MsmShape::over(h, lengths.n, false),
+            None => MsmShape::new(lengths.n, false),
+        };
         Shapes {
             g1: [
-                (lengths.n, false),
-                (lengths.aux, host),
-                (lengths.a, host),
-                (lengths.b, host),
+                h,
+                MsmShape::new(lengths.aux, host),
+                MsmShape::new(lengths.a, host),
+                MsmShape::new(lengths.b, host),
             ],
-            g2: (lengths.b, host),
+            g2: MsmShape::new(lengths.b, host),
         }
     }
 }
@@ -170,12 +174,12 @@ mod tests {
     #[test]
     fn rooms_split_by_what_each_group_asks_for() {
         // An H200 at 2^27 with 45 GiB of resident queries: both groups get their wish (G1's
-        // dense H MSM about 29.75 GiB, G2's covering plan about 32.7 GiB), G1 the rest.
-        let (g1, g2) = split_room(82 * GIB, 30 * GIB, 33 * GIB);
-        assert_eq!((g1, g2), (49 * GIB, 33 * GIB));
+        // covering of the L MSM's split plans about 36 GiB, G2's about 13 GiB), G1 the rest.
+        let (g1, g2) = split_room(82 * GIB, 36 * GIB, 13 * GIB);
+        assert_eq!((g1, g2), (69 * GIB, 13 * GIB));
         // An 80 GB H100: about 21 GiB of room; G2 takes a fifth, G1 the rest, together the
         // room and no more.
-        let (g1, g2) = split_room(21 * GIB, 30 * GIB, 33 * GIB);
+        let (g1, g2) = split_room(21 * GIB, 36 * GIB, 13 * GIB);
         assert_eq!(g1 + g2, 21 * GIB);
         assert_eq!(g2, 21 * GIB / 5);
         // A G2 that asks for little keeps its little.

@@ -68,18 +68,17 @@ impl GpuProver {
             // proof calls it (H on the device, the others from pinned host memory), with the
             // allowances the proof will find.
             let abc = super::abc_bytes(lengths.n);
-            let shapes = Shapes::of(&lengths, true);
+            let shapes = Shapes::of(&lengths, true, params.h_bases());
             let configs = self.msm_configs(msm_default, Some((&shapes, abc)))?;
             let mut g1 = 0;
-            for (n, host) in shapes.g1 {
+            for shape in shapes.g1 {
                 g1 = self
                     .msm
-                    .reserve::<G1>(&self.stream, n, host, abc as usize, &configs.g1)?;
+                    .reserve::<G1>(&self.stream, shape, abc as usize, &configs.g1)?;
             }
-            let (n, host) = shapes.g2;
             let g2 = self
                 .msm
-                .reserve::<G2>(&self.stream, n, host, abc as usize, &configs.g2)?;
+                .reserve::<G2>(&self.stream, shapes.g2, abc as usize, &configs.g2)?;
             workspace_bytes = (g1 + g2) as u64;
         }
         let workspaces_ms = ms_since(t);
