@@ -793,9 +793,13 @@ impl GpuProver {
             )
         })?;
         let free = Instant::now();
+        // a, b, c were allocated on the copy stream and go back to its pool: only its
+        // synchronisation hands them to the driver, where the next proof's room (an unmetered
+        // lane's free memory) and a budget's ledger expect them.
         drop(abc);
         self.release_if_metered();
         self.stream.synchronize()?;
+        self.copy.synchronize()?;
         drop(reservation);
         timings.free_ms = free.elapsed().as_secs_f64() * 1e3;
         timings.gpu_span_ms = f64::from(first.elapsed_ms(marks.last().expect("phases ran"))?);
@@ -848,6 +852,8 @@ impl GpuProver {
             self.stream.synchronize()?;
             drop(abc);
             self.stream.synchronize()?;
+            // Freed on the copy stream, which allocated them (see `h_and_free`).
+            self.copy.synchronize()?;
             upload
         };
         timings.upload_ms = f64::from(upload.0.elapsed_ms(&upload.1)?);

@@ -460,7 +460,7 @@ fn gpu_h_bases_copies_give_the_same_proofs() {
     let metered = GpuProver::new(
         &device(),
         GpuProverConfig {
-            budget: Some(Budget::new("vram 0 (test)", 8 << 30)),
+            budget: Some(Budget::new("vram 0 (test)", 24 << 30)),
             h_copy_bits: Some(16),
             ..GpuProverConfig::default()
         },
