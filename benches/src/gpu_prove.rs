@@ -96,7 +96,8 @@ pub struct Args {
     keep_freed_vram: bool,
     /// Shifted copies of the H bases for windows of this many bits where the device has room
     /// for them beside one proof (`GpuProverConfig::h_copy_bits`, `GpuProver::copy_h`; made
-    /// at placement, timed apart; unmetered only). Default: none.
+    /// at placement, timed apart; unmetered, host evaluation only: the copies leave no room
+    /// for the device's PCE). Default: none.
     #[arg(long)]
     h_copy_bits: Option<u32>,
 }
@@ -107,6 +108,10 @@ const CEILING_PARTITION_MS: f64 = 2500.0;
 
 pub fn run(args: &Args) -> Result<()> {
     ensure!(args.partitions >= 1, "--partitions must be at least 1");
+    ensure!(
+        args.h_copy_bits.is_none() || args.eval == "host",
+        "--h-copy-bits needs --eval host: the copies leave no room for the device's PCE"
+    );
     init_tracing();
     let device = Device::open(0).context("opening CUDA device 0")?;
     let budget = args
@@ -231,7 +236,15 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     // Adopted parameters get their copies here; loaded ones got them in `load` (then this
     // reports them).
     let mut dev_params = dev_params;
-    let h_copies = prover.copy_h(&mut dev_params)?;
+    // As in `load`: without copies the proofs are the same, only slower.
+    let h_copies = prover.copy_h(&mut dev_params).unwrap_or_else(|e| {
+        eprintln!("2^{k}: no copies of the H bases: {e}");
+        cuzk_prover::HCopies {
+            copies: 1,
+            skipped: Some("making them failed"),
+            ..cuzk_prover::HCopies::default()
+        }
+    });
     let dev_params = dev_params;
     let copies_col = match h_copies.skipped {
         None => format!("{} x {} bits", h_copies.copies, h_copies.bits),

@@ -645,7 +645,7 @@ impl Plan {
 /// Checks a forced window width and the shifted copies of the bases made for it: the width
 /// within the supported range, and 1 to its window count copies (more than one only with a
 /// width, since copies are made for one).
-pub(crate) fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError> {
+pub fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError> {
     if let Some(bits) = bits {
         if !(MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&bits) {
             return Err(MsmError::BadWindow {
@@ -665,7 +665,6 @@ pub(crate) fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError
     Ok(())
 }
 
-/// Digit windows of a pass of `pass_windows` bucket sets: `copies` per set, at most a scalar's.
 /// The most pairs a chunk of a plan for a tail estimate below its points (a split plan)
 /// holds: [`SPLIT_PAIR_SHARE`] of what a dense plan of the same points would (a chunk of all
 /// of them at its width); no limit for a plan of the whole.
@@ -686,6 +685,7 @@ fn split_pair_cap(input: &PlanInput) -> u64 {
 /// 2^31 pairs of 2^27 G1 points with a tail of 2^23 (16-bit windows) stay one chunk.
 const SPLIT_PAIR_SHARE: (u64, u64) = (5, 4);
 
+/// Digit windows of a pass of `pass_windows` bucket sets: `copies` per set, at most a scalar's.
 fn pass_digits(bits: u32, pass_windows: u32, copies: u32) -> u32 {
     (pass_windows * copies.max(1)).min(window_count(bits))
 }

@@ -110,8 +110,9 @@ pub struct GpuProverConfig {
     /// Place every MSM's pairs by the binned scatter ([`MsmConfig::binned_scatter`]; `None`,
     /// the default, leaves it to each MSM's plan).
     pub msm_binned_scatter: Option<bool>,
-    /// Window width of shifted copies of the H bases ([`GpuProver::copy_h`]; 4 to 24), made
-    /// where an unmetered prover's device has room for them beside one proof. `None`, the
+    /// Window width of shifted copies of the H bases ([`GpuProver::copy_h`]; the MSM's window
+    /// range, 2 to 24; 22 is the width measured with few copies), made where an unmetered
+    /// prover's device has room for them beside one host-evaluating proof. `None`, the
     /// default: no copies (not the default until measured against the bases alone).
     pub h_copy_bits: Option<u32>,
 }

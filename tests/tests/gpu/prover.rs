@@ -421,9 +421,10 @@ fn gpu_warmed_prover_first_proof_allocates_no_msm_buffers() {
 }
 
 /// Shifted copies of the H bases (`GpuProver::copy_h`) give the CPU prover's proofs (same r,
-/// s): at several widths (the widest with one set for every window, the others with several),
-/// warmed so that the first proof over the copies allocates no MSM work buffers, and none
-/// under a budget, where the prover makes no copies.
+/// s) at several widths (a 2^18 query's copies are small, so each width gets a copy for every
+/// window; MSMs over copies in several bucket sets are cuzk-msm's tests), warmed so that the
+/// first proof over the copies allocates no MSM work buffers; under a budget the prover makes
+/// none.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_h_bases_copies_give_the_same_proofs() {

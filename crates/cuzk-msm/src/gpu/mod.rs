@@ -542,8 +542,8 @@ impl MsmEngine {
         Ok(cached_bytes::<C>(&cache))
     }
 
-    /// Device bytes of the work buffers that would serve MSMs of every `(n, host)` shape in
-    /// group `C` (as [`MsmEngine::reserve`] takes them) with no limit on VRAM: what their
+    /// Device bytes of the work buffers that would serve MSMs of every shape in group `C` (as
+    /// [`MsmEngine::reserve`] takes them) with no limit on VRAM: what their
     /// plans ask for where memory is plentiful. A caller sharing the device between groups
     /// divides its room by these figures. Allocates nothing.
     pub fn wanted_bytes<C: MsmCurve>(

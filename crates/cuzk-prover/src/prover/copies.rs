@@ -51,7 +51,10 @@ impl GpuProver {
     /// Gives `params`' H bases shifted copies for [`crate::GpuProverConfig::h_copy_bits`]-bit
     /// windows, as many as the device's room holds beside one proof: a, b, c, the NTT
     /// tables, and the work buffers every MSM of the proof asks for with memory to spare
-    /// (both groups, the H MSM planned over the copies). Only for resident parameters on an
+    /// (both groups, the H MSM planned over the copies). The room is a host-evaluating
+    /// proof's: a lane that evaluates a, b, c on the device also holds the circuit's
+    /// [`crate::DevicePce`] and [`crate::device_eval_bytes`], which the copies do not leave
+    /// room for, so such lanes should not ask for copies. Only for resident parameters on an
     /// unmetered prover (a budget's lanes share the device, and their working sets are
     /// reserved proof by proof); parameters that already hold copies keep them. Call it once
     /// the parameters are placed and before [`GpuProver::warm`], whose reservations follow
@@ -67,6 +70,7 @@ impl GpuProver {
         let Some(bits) = self.config.h_copy_bits else {
             return skip("not asked for");
         };
+        cuzk_msm::plan::check_width(Some(bits), 1).map_err(crate::Error::from)?;
         if self.config.budget.is_some() || self.config.msm_vram.is_some() {
             return skip("a VRAM budget or a fixed MSM allowance");
         }
@@ -93,7 +97,9 @@ impl GpuProver {
         let room = (free as u64 + self.msm.workspace_bytes() as u64)
             .saturating_sub(pending)
             .saturating_sub(HEADROOM);
-        let windows = cuzk_msm::digits::window_count(bits);
+        // Every copy of every point indexable in 31 bits (`MsmError::TableTooLarge`).
+        let windows = cuzk_msm::digits::window_count(bits)
+            .min((cuzk_msm::plan::MAX_POINTS / h.len().max(1)).min(u32::MAX as usize) as u32);
         let mut error = None;
         let copies = most_copies(windows, per_copy, |t, table| {
             let over = MsmShape {
