@@ -197,7 +197,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         );
     }
     let keep = args.paramgen == "gpu" && budget.is_none() && fits;
-    let (pvk, dev_params, paramgen_s, load_s) = if args.paramgen == "gpu" {
+    let (pvk, mut dev_params, paramgen_s, load_s) = if args.paramgen == "gpu" {
         let generated = generate_parameters_gpu_config(
             device,
             &pce,
@@ -235,7 +235,6 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
     );
     // Adopted parameters get their copies here; loaded ones got them in `load` (then this
     // reports them).
-    let mut dev_params = dev_params;
     // As in `load`: without copies the proofs are the same, only slower.
     let h_copies = prover.copy_h(&mut dev_params).unwrap_or_else(|e| {
         eprintln!("2^{k}: no copies of the H bases: {e}");
@@ -245,7 +244,6 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             ..cuzk_prover::HCopies::default()
         }
     });
-    let dev_params = dev_params;
     let copies_col = match h_copies.skipped {
         None => format!("{} x {} bits", h_copies.copies, h_copies.bits),
         Some(_) => "none".to_string(),

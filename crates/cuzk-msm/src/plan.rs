@@ -665,6 +665,16 @@ pub fn check_width(bits: Option<u32>, copies: u32) -> Result<(), MsmError> {
     Ok(())
 }
 
+/// Shifted copies for `windows` digit windows: the most, 2 to `windows`, for which `fits`
+/// holds, then the fewest that give as many bucket sets (11 windows in sets of 6 need no 8
+/// copies); 1 where two do not fit, so that an MSM runs on the bases alone.
+pub fn most_copies(windows: u32, mut fits: impl FnMut(u32) -> bool) -> u32 {
+    let Some(most) = (2..=windows).rev().find(|&t| fits(t)) else {
+        return 1;
+    };
+    windows.div_ceil(windows.div_ceil(most))
+}
+
 /// The most pairs a chunk of a plan for a tail estimate below its points (a split plan)
 /// holds: [`SPLIT_PAIR_SHARE`] of what a dense plan of the same points would (a chunk of all
 /// of them at its width); no limit for a plan of the whole.
@@ -766,6 +776,22 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_are_the_fewest_that_give_the_most_that_fit() {
+        // 12 windows of 22 bits, room for up to 4 copies: 3 sets of 4 windows.
+        assert_eq!(most_copies(12, |t| t <= 4), 4);
+        // Room for 5 still gives 3 sets, so 4 are made.
+        assert_eq!(most_copies(12, |t| t <= 5), 4);
+        // Room for 6: 2 sets of 6.
+        assert_eq!(most_copies(12, |t| t <= 6), 6);
+        // Room for every window's copy.
+        assert_eq!(most_copies(12, |_| true), 12);
+        // No room for a second copy: the bases alone.
+        assert_eq!(most_copies(12, |t| t < 2), 1);
+        // 11 windows of 24 bits, room for 8: 2 sets of 6.
+        assert_eq!(most_copies(11, |t| t <= 8), 6);
+    }
 
     #[test]
     fn split_plans_hold_no_more_pairs_than_a_dense_plan_allows() {

@@ -26,7 +26,7 @@
 use super::{cached_bytes, launch, lock, Bases, MsmConfig, MsmEngine, Split, VRAM_MARGIN};
 use crate::curve::MsmCurve;
 use crate::digits::window_count;
-use crate::plan::{check_width, Plan, MAX_POINTS};
+use crate::plan::{check_width, most_copies, Plan, MAX_POINTS};
 use crate::MsmError;
 use cuzk_cuda::Stream;
 
@@ -134,10 +134,7 @@ impl MsmEngine {
             });
             plan.is_ok_and(|p| p.passes() <= alone.passes() && p.chunks(n) <= alone.chunks(n))
         };
-        let Some(most) = (2..=windows).rev().find(|&c| fits(c)) else {
-            return Ok(1);
-        };
-        Ok(windows.div_ceil(windows.div_ceil(most)))
+        Ok(most_copies(windows, fits))
     }
 }
 

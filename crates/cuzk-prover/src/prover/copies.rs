@@ -30,23 +30,6 @@ pub struct HCopies {
     pub skipped: Option<&'static str>,
 }
 
-/// The most copies of `per_copy` bytes each, 2 to `windows`, for which `fits(copies, table
-/// bytes)` holds, as few as give that many bucket sets (11 windows in sets of 6 need no
-/// 8 copies); 1 where two do not fit.
-pub(super) fn most_copies(
-    windows: u32,
-    per_copy: u64,
-    mut fits: impl FnMut(u32, u64) -> bool,
-) -> u32 {
-    let Some(most) = (2..=windows)
-        .rev()
-        .find(|&t| fits(t, u64::from(t - 1) * per_copy))
-    else {
-        return 1;
-    };
-    windows.div_ceil(windows.div_ceil(most))
-}
-
 impl GpuProver {
     /// Gives `params`' H bases shifted copies for [`crate::GpuProverConfig::h_copy_bits`]-bit
     /// windows, as many as the device's room holds beside one proof: a, b, c, the NTT
@@ -101,7 +84,8 @@ impl GpuProver {
         let windows = cuzk_msm::digits::window_count(bits)
             .min((cuzk_msm::plan::MAX_POINTS / h.len().max(1)).min(u32::MAX as usize) as u32);
         let mut error = None;
-        let copies = most_copies(windows, per_copy, |t, table| {
+        let copies = cuzk_msm::plan::most_copies(windows, |t| {
+            let table = u64::from(t - 1) * per_copy;
             let over = MsmShape {
                 copies: t,
                 shift_bits: bits,
@@ -152,25 +136,4 @@ impl GpuProver {
 
 fn point_bytes() -> usize {
     std::mem::size_of::<<G1 as MsmCurve>::AffineRepr>()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::most_copies;
-
-    #[test]
-    fn copies_are_the_fewest_that_give_the_most_that_fit() {
-        // 12 windows of 22 bits; room for the table of up to 4 copies: 3 sets of 4 windows.
-        assert_eq!(most_copies(12, 10, |_, table| table <= 30), 4);
-        // Room for 5 copies still gives 3 sets, so 4 are made.
-        assert_eq!(most_copies(12, 10, |_, table| table <= 40), 4);
-        // Room for 6: 2 sets of 6.
-        assert_eq!(most_copies(12, 10, |_, table| table <= 50), 6);
-        // Room for every window's copy.
-        assert_eq!(most_copies(12, 10, |_, _| true), 12);
-        // No room for a second copy: the bases alone.
-        assert_eq!(most_copies(12, 10, |_, table| table < 10), 1);
-        // 11 windows of 24 bits, room for 8: 2 sets of 6.
-        assert_eq!(most_copies(11, 1, |t, _| t <= 8), 6);
-    }
 }
