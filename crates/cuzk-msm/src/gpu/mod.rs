@@ -422,9 +422,9 @@ impl MsmEngine {
         let mut cache = lock(&self.workspaces);
         let allowance = self.allowance::<C>(&cache, config)?;
         let staged = matches!(source, Source::Host(_));
-        let plan = Plan::new(
-            &bases.plan_input(self.plan_input::<C>(n, tail, split, staged, config, allowance)),
-        )?;
+        let input =
+            bases.plan_input(self.plan_input::<C>(n, tail, split, staged, config, allowance));
+        let plan = held_plan::<C>(&cache, Plan::new(&input)?, &input);
         let mut info = CallInfo {
             plan,
             split,
@@ -710,6 +710,40 @@ fn workspace<'c, C: MsmCurve>(
         .get_mut(C::NAME)
         .and_then(|w| w.downcast_mut::<Workspace<C>>())
         .expect("inserted above"))
+}
+
+/// `plan`, or where group `C`'s cached buffers do not serve it and no workspace serving both
+/// fits the allowance, the plan cut to run in them ([`Plan::within`]) where that costs at
+/// most twice the chunks a pass: cheaper than freeing and allocating gigabytes and waiting for
+/// the stream between every two MSMs of a proof on a card without room for both.
+fn held_plan<C: MsmCurve>(
+    cache: &HashMap<&'static str, Box<dyn Any + Send>>,
+    plan: Plan,
+    input: &PlanInput,
+) -> Plan {
+    let Some(held) = cache
+        .get(C::NAME)
+        .and_then(|w| w.downcast_ref::<Workspace<C>>())
+        .map(|w| w.sizes)
+    else {
+        return plan;
+    };
+    let xyzz = std::mem::size_of::<C::XyzzRepr>();
+    if held.covers(&plan.sizes) || held.max(&plan.sizes).bytes(xyzz) <= input.allowance {
+        return plan;
+    }
+    match plan.within(input, &held) {
+        Some(cut) => {
+            tracing::debug!(
+                group = C::NAME,
+                chunk = cut.chunk,
+                planned = plan.chunk,
+                "MSM planned within the cached workspace"
+            );
+            cut
+        }
+        None => plan,
+    }
 }
 
 /// Device bytes of group `C`'s cached work buffers (0 when it has none).
