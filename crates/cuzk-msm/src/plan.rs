@@ -771,16 +771,16 @@ pub fn level_threads(m_max: usize, first_span: u32) -> Vec<usize> {
 
 /// Work buffers that serve every plan an MSM of `base.n` points can be given in
 /// `base.allowance`: the dense plan when `dense`, and split plans for every tail its 0/1 split
-/// can leave when `split` (a call samples the tail from its scalars, and the window width
-/// follows ⌊log2 tail⌋ alone, so the tails n, n/2, …, 1 meet every plan a split can choose).
-/// Each buffer is the largest any of them asks for. Where they do not fit the allowance
-/// together, the plans are made under the largest smaller allowance where they do (found by
-/// bisection), so that one workspace still holds every plan's buffers and a call planned
-/// under the whole allowance runs cut to it ([`Plan::within`]) instead of reallocating; where
-/// not even a sixteenth of the allowance gives that, the dense plan first, then the split
-/// plans from the largest tail down, each kept only if the whole still fits. A workspace of
-/// these sizes serves the first call of any of them without allocating ([`Sizes::covers`]).
+/// can leave when `split` ([`covering_inputs`]), as [`covering_of`] joins them.
 pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Sizes, MsmError> {
+    covering_of(&covering_inputs(base, dense, split), base.allowance)
+}
+
+/// The plans an MSM of `base.n` points can be given: the dense plan when `dense`, and split
+/// plans for every tail its 0/1 split can leave when `split` (a call samples the tail from its
+/// scalars, and the window width follows ⌊log2 tail⌋ alone, so the tails n, n/2, …, 1 meet
+/// every plan a split can choose).
+pub fn covering_inputs(base: &PlanInput, dense: bool, split: bool) -> Vec<PlanInput> {
     let n = base.n.max(1);
     let mut inputs: Vec<PlanInput> = Vec::new();
     if dense {
@@ -804,13 +804,27 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
             tail /= 2;
         }
     }
-    let xyzz = base.xyzz_bytes;
-    // Every plan under `allowance`, joined; None where one does not fit it at all.
-    let union = |allowance: usize| -> Option<Sizes> {
+    inputs
+}
+
+/// One workspace for the plans of `inputs` (one group's MSMs, of any lengths and sources) in
+/// `allowance`: each buffer the largest any of them asks for. Where the plans made under
+/// `allowance` do not fit it together, they are made under the largest smaller allowance
+/// where they do (found by bisection), so that one workspace still holds every plan's buffers
+/// and a call planned under the whole allowance runs cut to it ([`Plan::within`]) instead of
+/// reallocating; where not even a sixteenth of the allowance gives that, the first plan, then
+/// each next one only if the whole still fits. A workspace of these sizes serves the first
+/// call of any of them without allocating ([`Sizes::covers`]).
+pub fn covering_of(inputs: &[PlanInput], allowance: usize) -> Result<Sizes, MsmError> {
+    let Some(xyzz) = inputs.first().map(|i| i.xyzz_bytes) else {
+        return Ok(Sizes::default());
+    };
+    // Every plan under `under`, joined; None where one does not fit it at all.
+    let union = |under: usize| -> Option<Sizes> {
         let mut all: Option<Sizes> = None;
-        for input in &inputs {
+        for input in inputs {
             let sizes = Plan::new(&PlanInput {
-                allowance,
+                allowance: under,
                 ..*input
             })
             .ok()?
@@ -819,14 +833,13 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
         }
         all
     };
-    let whole = union(base.allowance);
-    if whole.is_some_and(|u| u.bytes(xyzz) <= base.allowance) {
-        return Ok(whole.unwrap_or_default());
+    let fits = |under: usize| union(under).filter(|u| u.bytes(xyzz) <= allowance);
+    if let Some(whole) = fits(allowance) {
+        return Ok(whole);
     }
-    let fits = |allowance: usize| union(allowance).filter(|u| u.bytes(xyzz) <= base.allowance);
-    let (mut lo, mut hi) = (base.allowance / 16, base.allowance);
+    let (mut lo, mut hi) = (allowance / 16, allowance);
     if let Some(mut best) = fits(lo) {
-        while hi - lo > (base.allowance >> 10).max(1) {
+        while hi - lo > (allowance >> 10).max(1) {
             let mid = lo + (hi - lo) / 2;
             match fits(mid) {
                 Some(u) => {
@@ -839,10 +852,14 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
         return Ok(best);
     }
     let mut covering: Option<Sizes> = None;
-    for input in &inputs {
-        let sizes = Plan::new(input)?.sizes;
+    for input in inputs {
+        let sizes = Plan::new(&PlanInput {
+            allowance,
+            ..*input
+        })?
+        .sizes;
         let next = covering.map_or(sizes, |c| c.max(&sizes));
-        if covering.is_some() && next.bytes(xyzz) > base.allowance {
+        if covering.is_some() && next.bytes(xyzz) > allowance {
             continue;
         }
         covering = Some(next);
@@ -976,6 +993,53 @@ mod tests {
         if plan.chunk >= 16 {
             assert_eq!(plan.within(&call, &small), None);
         }
+    }
+
+    #[test]
+    fn one_workspace_serves_a_tight_proofs_msms_as_allowances_drift() {
+        // A 2^27 proof's G1 MSMs on an 80 GB card: H dense from the device, L, A and B1 from
+        // the host (dense or split), reserved together under the warm-up's allowance, then
+        // called under each proof's, which drifts by a few tenths of a percent.
+        let n = 1usize << 27;
+        let shapes = [(n, false), (n - n / 20, true), (n - n / 50, true), (n / 5 * 3, true)];
+        let reserved = 15_967_033_754usize;
+        let mut inputs = Vec::new();
+        for &(len, host) in &shapes {
+            let base = PlanInput {
+                staged: host,
+                ..input(len, reserved)
+            };
+            inputs.extend(covering_inputs(&base, true, host));
+        }
+        let held = covering_of(&inputs, reserved).unwrap();
+        assert!(held.bytes(192) <= reserved);
+        let mut cut_short = 0;
+        for allowance in [reserved, 15_943_586_202, 15_834_250_932, reserved + (64 << 20)] {
+            for &(len, host) in &shapes {
+                let tails: &[(bool, usize)] = if host {
+                    &[(false, len), (true, len / 2), (true, len / 40), (true, 1000)]
+                } else {
+                    &[(false, len)]
+                };
+                for &(split, tail) in tails {
+                    let call = PlanInput {
+                        staged: host,
+                        split,
+                        tail,
+                        ..input(len, allowance)
+                    };
+                    let plan = Plan::new(&call).unwrap();
+                    let cut = plan.within(&call, &held);
+                    assert!(
+                        cut.is_some_and(|c| held.covers(&c.sizes)),
+                        "{len} {host} {split} {tail} under {allowance}: {plan:?} not cut into {held:?}"
+                    );
+                    cut_short += usize::from(cut.is_some_and(|c| c.chunk < plan.chunk));
+                }
+            }
+        }
+        // The allowance is tight: most calls run a smaller chunk than they planned.
+        assert!(cut_short >= 8, "{cut_short} plans cut");
     }
 
     #[test]

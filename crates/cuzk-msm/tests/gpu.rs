@@ -1175,8 +1175,8 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     let engine = MsmEngine::new(&g.device).unwrap();
     let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
     let bytes = engine
-        .reserve::<C>(&g.stream, MsmShape::new(n, false), 0, &cfg)
-        .and_then(|_| engine.reserve::<C>(&g.stream, MsmShape::new(n, true), 0, &cfg))
+        .reserve::<C>(&g.stream, &[MsmShape::new(n, false)], 0, &cfg)
+        .and_then(|_| engine.reserve::<C>(&g.stream, &[MsmShape::new(n, true)], 0, &cfg))
         .unwrap();
     assert!(bytes > 0);
     let reserved = engine.workspace_allocations();
@@ -1196,7 +1196,7 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     // Nothing to reserve for no points.
     assert_eq!(
         engine
-            .reserve::<C>(&g.stream, MsmShape::new(0, true), 0, &cfg)
+            .reserve::<C>(&g.stream, &[MsmShape::new(0, true)], 0, &cfg)
             .unwrap(),
         bytes
     );
@@ -1207,7 +1207,7 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
     let shifted = engine.shift_bases::<C>(&g.stream, bases, 12, 3).unwrap();
     engine
-        .reserve::<C>(&g.stream, MsmShape::over(&shifted, n, false), 0, &cfg)
+        .reserve::<C>(&g.stream, &[MsmShape::over(&shifted, n, false)], 0, &cfg)
         .unwrap();
     let reserved = engine.workspace_allocations();
     let (d, info) = engine
