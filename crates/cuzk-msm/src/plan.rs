@@ -1001,7 +1001,12 @@ mod tests {
         // the host (dense or split), reserved together under the warm-up's allowance, then
         // called under each proof's, which drifts by a few tenths of a percent.
         let n = 1usize << 27;
-        let shapes = [(n, false), (n - n / 20, true), (n - n / 50, true), (n / 5 * 3, true)];
+        let shapes = [
+            (n, false),
+            (n - n / 20, true),
+            (n - n / 50, true),
+            (n / 5 * 3, true),
+        ];
         let reserved = 15_967_033_754usize;
         let mut inputs = Vec::new();
         for &(len, host) in &shapes {
@@ -1014,10 +1019,20 @@ mod tests {
         let held = covering_of(&inputs, reserved).unwrap();
         assert!(held.bytes(192) <= reserved);
         let mut cut_short = 0;
-        for allowance in [reserved, 15_943_586_202, 15_834_250_932, reserved + (64 << 20)] {
+        for allowance in [
+            reserved,
+            15_943_586_202,
+            15_834_250_932,
+            reserved + (64 << 20),
+        ] {
             for &(len, host) in &shapes {
                 let tails: &[(bool, usize)] = if host {
-                    &[(false, len), (true, len / 2), (true, len / 40), (true, 1000)]
+                    &[
+                        (false, len),
+                        (true, len / 2),
+                        (true, len / 40),
+                        (true, 1000),
+                    ]
                 } else {
                     &[(false, len)]
                 };
