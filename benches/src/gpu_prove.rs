@@ -234,8 +234,8 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
         dev_params.is_resident()
     );
     // Adopted parameters get their copies here; loaded ones got them in `load` (then this
-    // reports them).
-    // As in `load`: without copies the proofs are the same, only slower.
+    // reports them). As in `load`, a failure to make them leaves the bases alone: the proofs
+    // are the same, only slower.
     let h_copies = prover.copy_h(&mut dev_params).unwrap_or_else(|e| {
         eprintln!("2^{k}: no copies of the H bases: {e}");
         cuzk_prover::HCopies {
