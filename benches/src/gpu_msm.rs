@@ -71,12 +71,19 @@ pub struct Args {
     one_pass_scatter: bool,
     /// Sizes (log2) of G1 MSMs over shifted copies of their bases (`MsmEngine::shift_bases`,
     /// as many copies as fit beside the call): each with every --shift-bits width; the
-    /// copies' making is timed and their VRAM reported apart from the call.
+    /// copies' making is timed and their VRAM reported apart from the call (0 skips them).
     #[arg(long, value_delimiter = ',', default_value = "26,27")]
     shifted: Vec<u32>,
     /// Window widths of the --shifted measurements.
     #[arg(long, value_delimiter = ',', default_value = "22,24")]
     shift_bits: Vec<u32>,
+    /// log2 size of G1 MSMs with device-resident scalars run under each --chunk-gib
+    /// allowance (0 skips them): what cutting one MSM into more chunks costs, phase by phase.
+    #[arg(long, default_value_t = 0)]
+    chunked: u32,
+    /// VRAM allowances (GiB) of the --chunked measurements; each row reports its chunks.
+    #[arg(long, value_delimiter = ',', default_value = "40,16,11")]
+    chunk_gib: Vec<usize>,
     /// Seed of the bases and scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -394,7 +401,13 @@ pub fn run(args: &Args) -> Result<()> {
         .chain(&args.sweep_g1)
         .chain(&args.sweep_g2)
         .chain(&args.shifted)
-        .chain([&args.sparse, &args.resident, &args.batch, &args.streamed])
+        .chain([
+            &args.sparse,
+            &args.resident,
+            &args.batch,
+            &args.streamed,
+            &args.chunked,
+        ])
         .copied()
         .max()
         .unwrap_or(20);
@@ -416,6 +429,10 @@ pub fn run(args: &Args) -> Result<()> {
     ctx.engine.release_workspaces();
     if args.resident > 0 {
         rows.extend(resident(&ctx, args, &host, &pinned)?);
+    }
+    if args.chunked > 0 {
+        rows.extend(chunked(&ctx, args, &host, &pinned)?);
+        ctx.engine.release_workspaces();
     }
     if args.batch > 0 {
         rows.push(batch(&ctx, args, &host, &pinned, &rows)?);
@@ -509,6 +526,70 @@ fn resident(
     ])
 }
 
+/// G1 at `--chunked` with the scalars on the device (as the prover's H MSM reads them) under
+/// each `--chunk-gib` allowance, with the plan's chunks and the phases of a profiled call.
+fn chunked(
+    ctx: &Ctx,
+    args: &Args,
+    host: &[cuzk_field::Scalar],
+    pinned: &PinnedBuffer<FrRepr>,
+) -> Result<Vec<Row>> {
+    let log_n = args.chunked;
+    let n = 1usize << log_n;
+    let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
+    let on_device = ctx.stream.upload(&pinned.as_slice()?[..n])?;
+    let want = generated_msm::<G1>(&host[..n], ctx.seed, GEN_POINTS_PER_THREAD);
+    let mut rows = Vec::new();
+    for &gib in &args.chunk_gib {
+        let cfg = MsmConfig {
+            split: Split::Dense,
+            vram_allowance: Some(gib << 30),
+            ..MsmConfig::default()
+        };
+        // Each allowance plans its own buffers: the last one's are released first.
+        ctx.engine.release_workspaces();
+        ctx.stream.synchronize()?;
+        let t = time(ctx.runs, |_| {
+            ctx.engine
+                .msm_with(&ctx.stream, &bases, Scalars::Device(&on_device), &cfg)?;
+            Ok(())
+        })?;
+        let (got, info) = ctx.engine.msm_with(
+            &ctx.stream,
+            &bases,
+            Scalars::Device(&on_device),
+            &MsmConfig {
+                profile: true,
+                ..cfg
+            },
+        )?;
+        ensure!(
+            got == want,
+            "G1 MSM of {n} points under {gib} GiB disagrees with the check"
+        );
+        let chunks = info.plan.chunks(n);
+        eprintln!(
+            "    G1 2^{log_n}, device scalars, {gib} GiB: {:.3} ms; c = {}, {chunks} chunk(s) of {} × {} pass(es), binned {}",
+            t.as_secs_f64() * 1e3,
+            info.plan.bits,
+            info.plan.chunk,
+            info.plan.passes(),
+            info.plan.bin_windows > 0
+        );
+        for (phase, ms) in &info.phases {
+            eprintln!("      {phase:<28} {ms:>9.3} ms");
+        }
+        rows.push(Row {
+            what: format!("G1 2^{log_n}, scalars device-resident, ≤ {gib} GiB: {chunks} chunk(s)"),
+            ours: t,
+            sppark: None,
+            target: None,
+            floor: Some(floor_ms("g1", log_n)),
+        });
+    }
+    Ok(rows)
+}
+
 /// G1 at each `--shifted` size over shifted copies of its bases, one table per `--shift-bits`
 /// width with as many copies as fit beside the call (none where not even two do: the row then
 /// says so and times the bases alone, as the engine falls back).
@@ -523,7 +604,7 @@ fn shifted(
         split: Split::Dense,
         ..MsmConfig::default()
     };
-    for &log_n in &args.shifted {
+    for &log_n in args.shifted.iter().filter(|&&l| l > 0) {
         let n = 1usize << log_n;
         for &bits in &args.shift_bits {
             let bases = ctx.engine.generate_bases::<G1>(&ctx.stream, n, ctx.seed)?;
