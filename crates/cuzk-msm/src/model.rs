@@ -624,8 +624,21 @@ pub fn msm<C: MsmCurve>(
                 }
                 vals = bv;
             }
-            // The pass's first chunk stores into its zeroed buckets, as the engine does.
-            let how = if chunk == 0 { Flush::Store } else { Flush::Add };
+            // The pass's first chunk stores into its zeroed buckets, and so does each later
+            // one into a zeroed second array, added into the pass's after, as the engine does
+            // where the plan holds that array.
+            let fresh = chunk > 0 && plan.sizes.chunk_points >= w_count * nb;
+            let how = if chunk == 0 || fresh {
+                Flush::Store
+            } else {
+                Flush::Add
+            };
+            let mut chunk_buckets = vec![C::Projective::identity(); w_count * nb];
+            let target = if fresh {
+                &mut chunk_buckets
+            } else {
+                &mut buckets
+            };
             if plan.affine_levels > 0 {
                 let len = range.len();
                 pair_levels::<C>(
@@ -637,20 +650,32 @@ pub fn msm<C: MsmCurve>(
                     nb,
                     len,
                     plan,
-                    &mut buckets,
+                    target,
                     how,
                 );
-                continue;
+            } else {
+                chain::<C>(
+                    Some(&keys),
+                    1,
+                    Entries::Affine(&vals, bases),
+                    m as usize,
+                    plan.span_affine,
+                    target,
+                    how,
+                );
             }
-            chain::<C>(
-                Some(&keys),
-                1,
-                Entries::Affine(&vals, bases),
-                m as usize,
-                plan.span_affine,
-                &mut buckets,
-                how,
-            );
+            if fresh {
+                assert!(level_outputs(w_count * nb, SPAN_XYZZ) <= plan.sizes.partial_a);
+                chain::<C>(
+                    None,
+                    1,
+                    Entries::Points(&chunk_buckets),
+                    w_count * nb,
+                    SPAN_XYZZ,
+                    &mut buckets,
+                    Flush::Add,
+                );
+            }
         }
         let sums = window_sums::<C>(&buckets, w_count, nb, plan.seg_log);
         all_windows[w_begin as usize..w_begin as usize + w_count].copy_from_slice(&sums);
@@ -1059,8 +1084,16 @@ mod tests {
         for allowance in [least, least * 3 / 2, least * 4] {
             let p = plan(n, 9, allowance, true);
             assert!(p.chunks(n) > 1 || p.passes() > 1, "{allowance}: {p:?}");
+            // A pass of several chunks stores each later chunk into a second bucket array
+            // (the model asserts every storing flush meets an empty bucket), then adds it in.
+            let pass_buckets = p.pass_windows as usize * p.buckets as usize;
+            assert_eq!(
+                p.sizes.chunk_points,
+                if p.chunks(n) > 1 { pass_buckets } else { 0 },
+                "{allowance}: {p:?}"
+            );
             check::<G1>(&bases, &scalars, &p, &format!("allowance {allowance}"));
-            // Pair levels after every chunk's sort add into buckets earlier chunks filled.
+            // Pair levels after every chunk's sort, into the chunk's buckets.
             let q = with_levels(&p, 2);
             check::<G1>(
                 &bases,

@@ -14,10 +14,12 @@ use crate::MsmError;
 /// Largest number of points of one MSM: indices carry a sign in their top bit on the device.
 pub const MAX_POINTS: usize = (1 << 31) - 1;
 
-/// Most points sorted together. One chunk per pass is the fast case: every complete run of a
-/// bucket then lands in an empty bucket (a store), whereas later chunks must add into buckets
-/// earlier chunks filled, a full XYZZ addition on a divergent branch, which halved the
-/// accumulation rate on the H200 when 2^26 points went through in four chunks.
+/// Most points sorted together. Every chunk's complete runs land in empty buckets (a store):
+/// the pass's first chunk stores into the pass's buckets and each later one into a second,
+/// zeroed array ([`Sizes::chunk_points`]), which is then added into the first bucket by bucket
+/// in one uniform launch. (Adding each run into the buckets as it closed, a full XYZZ addition
+/// and a random load on a divergent branch, halved the accumulation rate on the H200 when 2^26
+/// points went through in four chunks.)
 pub const MAX_CHUNK: usize = 1 << 27;
 
 /// Scalars per upload: each piece is copied on the copy stream while the previous one is
@@ -249,6 +251,9 @@ pub struct Sizes {
     pub partial_b: usize,
     /// Buckets of one pass.
     pub bucket_points: usize,
+    /// Buckets of one pass again, where a pass takes more than one chunk: each later chunk
+    /// stores its runs here before they are added into `bucket_points`' array; else 0.
+    pub chunk_points: usize,
     /// Per-segment sums of one pass.
     pub segment_points: usize,
     /// Window sums (all windows) plus the sum of the bases whose scalar is one.
@@ -271,7 +276,8 @@ impl Sizes {
     pub fn bytes(&self, xyzz: usize) -> usize {
         let u32s = self.index * 2 + self.hist * 2 + 1 + self.tiles + self.pairs * 2 + 4;
         let partial = (self.partial_a + self.partial_b) * (4 + xyzz);
-        let points = self.bucket_points + self.segment_points + self.result_points;
+        let points =
+            self.bucket_points + self.chunk_points + self.segment_points + self.result_points;
         // An affine point is half an XYZZ one; each carries its key. Counts and starts: two
         // arrays of each, the starts one longer.
         let affine = (self.affine_a + self.affine_b) * (4 + xyzz / 2);
@@ -300,6 +306,7 @@ impl Sizes {
             && self.partial_a >= need.partial_a
             && self.partial_b >= need.partial_b
             && self.bucket_points >= need.bucket_points
+            && self.chunk_points >= need.chunk_points
             && self.segment_points >= need.segment_points
             && self.result_points >= need.result_points
             && self.affine_a >= need.affine_a
@@ -321,6 +328,7 @@ impl Sizes {
             partial_a: self.partial_a.max(o.partial_a),
             partial_b: self.partial_b.max(o.partial_b),
             bucket_points: self.bucket_points.max(o.bucket_points),
+            chunk_points: self.chunk_points.max(o.chunk_points),
             segment_points: self.segment_points.max(o.segment_points),
             result_points: self.result_points.max(o.result_points),
             affine_a: self.affine_a.max(o.affine_a),
@@ -537,10 +545,15 @@ impl Plan {
         let seg_log = floor_log2(all_buckets / seg_target).min(bits - 1);
         let segments = all_buckets >> seg_log;
         let hist = pass_windows as usize * buckets as usize;
-        // Every chain of levels (tail pairs, ones, segment sums) starts in buffer A.
+        // A pass of several chunks adds each later chunk's buckets into the pass's.
+        let chunked = chunk < input.n.max(1);
+        let chunk_points = if chunked { hist } else { 0 };
+        // Every chain of levels (tail pairs, ones, segment sums, that addition) starts in
+        // buffer A.
         let first = level_outputs(pairs, span_affine)
             .max(level_outputs(chunk.min(PIECE), SPAN_ONES))
-            .max(level_outputs(segments, SPAN_XYZZ));
+            .max(level_outputs(segments, SPAN_XYZZ))
+            .max(level_outputs(chunk_points, SPAN_XYZZ));
         let second = level_outputs(first, SPAN_XYZZ);
         let piece = chunk.min(PIECE);
         let levels = input.levels();
@@ -560,6 +573,7 @@ impl Plan {
             partial_a: first,
             partial_b: second,
             bucket_points: hist,
+            chunk_points,
             segment_points: segments,
             result_points: window_count(bits).div_ceil(copies) as usize + 1,
             affine_a: 0,

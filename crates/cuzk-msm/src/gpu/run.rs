@@ -212,32 +212,66 @@ impl MsmEngine {
                     )?;
                 }
                 mark(profile, 5)?;
-                // The pass's buckets were zeroed before its first chunk, and a reduction
-                // flushes a bucket at most once with a value other than infinity: the first
-                // chunk stores its sums, later ones add.
-                let flush = if chunk == 0 { Flush::Store } else { Flush::Add };
-                if plan.affine_levels > 0 {
-                    self.pair_levels::<C>(stream, bases, plan, (w_count, d_count), len, flush, ws)?;
-                    continue;
+                // A reduction flushes a bucket at most once with a value other than infinity,
+                // so into zeroed buckets it stores each run's sum. The pass's buckets were
+                // zeroed before its first chunk; a later chunk's go to the second array,
+                // zeroed here, and are added into the pass's after (`Sizes::chunk_points`).
+                let fresh = chunk > 0 && plan.sizes.chunk_points >= pass_buckets;
+                let flush = if chunk == 0 || fresh {
+                    Flush::Store
+                } else {
+                    Flush::Add
+                };
+                if fresh {
+                    stream.zero(&mut ws.chunk_buckets.slice_mut(..pass_buckets))?;
                 }
-                let mut buckets = ws.buckets.slice_mut(..pass_buckets);
-                launch::reduce::<C>(
-                    stream,
-                    k,
-                    FirstLevel::Affine {
-                        keys: Some(ws.pairs.slice(0..)),
-                        key_div: 1,
-                        vals: ws.pairs.slice(1..),
-                        stride: 2,
-                        bases,
-                    },
-                    Count::Device(ws.offsets.slice(pass_buckets..pass_buckets + 1)),
-                    len * d_count as usize,
-                    plan.span_affine,
-                    &mut ws.parts,
-                    &mut buckets,
-                    flush,
-                )?;
+                if plan.affine_levels > 0 {
+                    let dims = (w_count, d_count);
+                    self.pair_levels::<C>(stream, bases, plan, dims, len, flush, fresh, ws)?;
+                } else {
+                    let target = if fresh {
+                        &mut ws.chunk_buckets
+                    } else {
+                        &mut ws.buckets
+                    };
+                    launch::reduce::<C>(
+                        stream,
+                        k,
+                        FirstLevel::Affine {
+                            keys: Some(ws.pairs.slice(0..)),
+                            key_div: 1,
+                            vals: ws.pairs.slice(1..),
+                            stride: 2,
+                            bases,
+                        },
+                        Count::Device(ws.offsets.slice(pass_buckets..pass_buckets + 1)),
+                        len * d_count as usize,
+                        plan.span_affine,
+                        &mut ws.parts,
+                        &mut target.slice_mut(..pass_buckets),
+                        flush,
+                    )?;
+                }
+                if fresh {
+                    // Bucket i of the chunk into bucket i of the pass: one entry a key, so
+                    // every work item adds each of its entries, with no divergence.
+                    launch::reduce::<C>(
+                        stream,
+                        k,
+                        FirstLevel::Xyzz {
+                            key_div: 1,
+                            pts: &ws.chunk_buckets,
+                        },
+                        Count::Host(
+                            u32::try_from(pass_buckets).expect("a pass's keys fit 32 bits"),
+                        ),
+                        pass_buckets,
+                        SPAN_XYZZ,
+                        &mut ws.parts,
+                        &mut ws.buckets.slice_mut(..pass_buckets),
+                        Flush::Add,
+                    )?;
+                }
             }
             mark(profile, 6)?;
             launch::bucket_sums::<C>(
@@ -279,7 +313,7 @@ impl MsmEngine {
     /// key range, so each level is one launch for all its windows), then the segmented
     /// reduction over what they leave. `len`: the chunk's points, the most entries a window can
     /// hold in each of its digit windows; `flush`: whether the reductions store into the
-    /// buckets (the pass's first chunk) or add to them.
+    /// buckets or add to them; `fresh`: into the chunk's buckets instead of the pass's.
     #[allow(clippy::too_many_arguments)] // The chunk's shape and its place in the pass.
     fn pair_levels<C: MsmCurve>(
         &self,
@@ -289,6 +323,7 @@ impl MsmEngine {
         (w_count, d_count): (u32, u32),
         len: usize,
         flush: Flush,
+        fresh: bool,
         ws: &mut Workspace<C>,
     ) -> Result<(), MsmError> {
         let k = &self.kernels;
@@ -367,9 +402,12 @@ impl MsmEngine {
                 )?;
             }
             let last = ((levels - 1) % 2) as usize;
-            let mut buckets = ws
-                .buckets
-                .slice_mut(..w_count as usize * plan.buckets as usize);
+            let target = if fresh {
+                &mut ws.chunk_buckets
+            } else {
+                &mut ws.buckets
+            };
+            let mut buckets = target.slice_mut(..w_count as usize * plan.buckets as usize);
             launch::reduce::<C>(
                 stream,
                 k,

@@ -27,6 +27,8 @@ pub(super) struct Workspace<C: MsmCurve> {
     pub pairs: DeviceBuffer<u32>,
     pub parts: Partials<C>,
     pub buckets: DeviceBuffer<C::XyzzRepr>,
+    /// A later chunk's buckets, stored into zeroed and then added into `buckets`.
+    pub chunk_buckets: DeviceBuffer<C::XyzzRepr>,
     pub segments: DeviceBuffer<C::XyzzRepr>,
     /// Window sums of every window, then the sum of the bases whose scalar is one.
     pub results: DeviceBuffer<C::XyzzRepr>,
@@ -79,6 +81,7 @@ impl<C: MsmCurve> Workspace<C> {
                 dummy: alloc(stream, 1)?,
             },
             buckets: alloc(stream, sizes.bucket_points)?,
+            chunk_buckets: alloc(stream, sizes.chunk_points)?,
             segments: alloc(stream, sizes.segment_points)?,
             results: alloc(stream, sizes.result_points)?,
             bins: BinBuffers {
