@@ -517,7 +517,11 @@ impl Plan {
                     let fit = Self::largest_chunk(input, bits, pass_windows);
                     if let Some(plan) = fit {
                         if plan.chunk >= min_chunk {
-                            return Ok(plan);
+                            // As many chunks, of equal size: no short last chunk, and buffers
+                            // no larger than the chunks need, which leaves room for the binned
+                            // scatter's where the largest chunk did not.
+                            let even = n.div_ceil(plan.chunks(n));
+                            return Ok(Self::with_chunk(input, bits, pass_windows, even));
                         }
                     }
                     let one = Self::with_chunk(input, bits, pass_windows, 1);
