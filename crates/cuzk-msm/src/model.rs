@@ -633,7 +633,11 @@ pub fn msm<C: MsmCurve>(
             } else {
                 Flush::Add
             };
-            let mut chunk_buckets = vec![C::Projective::identity(); w_count * nb];
+            let mut chunk_buckets = if fresh {
+                vec![C::Projective::identity(); w_count * nb]
+            } else {
+                Vec::new()
+            };
             let target = if fresh {
                 &mut chunk_buckets
             } else {
