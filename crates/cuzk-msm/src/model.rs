@@ -762,6 +762,34 @@ mod tests {
     }
 
     #[test]
+    fn plans_cut_to_held_buffers_match_reference() {
+        // A one-chunk plan of every window, run in buffers made for half its windows a pass
+        // (cut to two passes) or for half its chunk (cut to two chunks).
+        let n = 3000;
+        let bases = random_bases::<G1>(n, 21);
+        let scalars = random_scalars(n, 22);
+        let call = input(n, 8);
+        let whole = plan(n, 8, 1 << 30, true);
+        assert_eq!((whole.chunks(n), whole.passes()), (1, 1));
+        let half_windows = whole.pass_windows.div_ceil(2);
+        for (held, want_windows, want_chunks) in [
+            (Plan::with_chunk(&call, 8, half_windows, n), half_windows, 1),
+            (
+                Plan::with_chunk(&call, 8, whole.pass_windows, n / 2),
+                whole.pass_windows,
+                2,
+            ),
+        ] {
+            let cut = whole.within(&call, &held.sizes).unwrap();
+            assert_eq!(
+                (cut.pass_windows, cut.chunks(n)),
+                (want_windows, want_chunks)
+            );
+            check::<G1>(&bases, &scalars, &cut, "cut plan");
+        }
+    }
+
+    #[test]
     fn heavy_buckets_cross_many_slices() {
         let n = 2000;
         let bases = random_bases::<G1>(n, 3);

@@ -619,23 +619,62 @@ impl Plan {
             let p = Self::with_chunk(input, bits, pass_windows, chunk);
             (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
         };
-        if let Some(p) = fits(cap) {
-            return Some(p);
+        fits(cap).or_else(|| largest_below(cap, fits))
+    }
+
+    /// `self` (made by [`Plan::new`] from `input`) cut to fit buffers that `held` already
+    /// provides: the same width, pair levels and scatter, with as many windows per pass as
+    /// give the fewest pieces (chunks times passes) whose every buffer `held` covers, each
+    /// such pass cut into equal chunks as large as fit. `None` where that takes more than
+    /// twice `self`'s pieces, or where nothing fits: a call then does better to reallocate.
+    /// (A piece more costs its launches and a pass over the chunk's scalars, a few
+    /// milliseconds at most at these sizes; a reallocation frees and allocates gigabytes and
+    /// waits for the stream.)
+    ///
+    /// On a card without room for two plans' buffers at once, the MSMs of a proof (dense H
+    /// and L, split A and B) each fill the allowance with buffers of slightly different
+    /// shapes, so each would otherwise free and allocate gigabytes and wait for the stream.
+    /// A chunked plan holds one bucket array more than a one-chunk plan of its windows, so a
+    /// workspace made for several plans may hold their windows only with fewer per pass.
+    pub fn within(&self, input: &PlanInput, held: &Sizes) -> Option<Plan> {
+        if held.covers(&self.sizes) {
+            return Some(*self);
         }
-        // Bytes grow with the chunk, so the largest that fits is found by bisection.
-        let (mut lo, mut hi) = (0usize, cap);
-        let mut best = None;
-        while lo + 1 < hi {
-            let mid = lo + (hi - lo) / 2;
-            match fits(mid) {
-                Some(p) => {
-                    lo = mid;
-                    best = Some(p);
-                }
-                None => hi = mid,
-            }
+        let n = input.n.max(1);
+        let pieces = |p: &Plan| p.chunks(n) * p.passes() as usize;
+        let binned = self.bin_windows > 0;
+        let best_for = |pass_windows: u32| {
+            let make = |chunk: usize| {
+                let p = self.reshaped(input, pass_windows, chunk);
+                (held.covers(&p.sizes) && (p.bin_windows > 0) == binned).then_some(p)
+            };
+            // A chunk of every point holds no second bucket array, so it may fit where a
+            // smaller one does not; below it, buffers grow with the chunk.
+            let largest = make(self.chunk).or_else(|| largest_below(self.chunk, make))?;
+            Some(self.reshaped(input, pass_windows, n.div_ceil(largest.chunks(n))))
+        };
+        (1..=self.pass_windows)
+            .rev()
+            .filter_map(best_for)
+            .min_by_key(|p| pieces(p))
+            .filter(|p| pieces(p) <= 2 * pieces(self))
+    }
+
+    /// A plan of `self`'s shape (made by [`Plan::new`] from `input`: width, pair levels and
+    /// their group, scatter) for passes of `pass_windows` windows and chunks of `chunk`
+    /// points.
+    pub fn reshaped(&self, input: &PlanInput, pass_windows: u32, chunk: usize) -> Plan {
+        let shaped = PlanInput {
+            affine_levels: Some(self.affine_levels),
+            binned_scatter: Some(self.bin_windows > 0),
+            ..*input
+        };
+        let p = Self::with_chunk(&shaped, self.bits, pass_windows, chunk);
+        if p.affine_levels > 0 {
+            p.with_pair_group(self.pair_group)
+        } else {
+            p
         }
-        best
     }
 
     /// Chunks per pass.
@@ -658,6 +697,24 @@ impl Plan {
     pub fn bytes(&self, xyzz: usize) -> usize {
         self.sizes.bytes(xyzz)
     }
+}
+
+/// The plan of the largest chunk below `cap` that `fits` gives one for, by bisection: buffers
+/// grow with the chunk, so the chunks that fit are those below some bound.
+fn largest_below(cap: usize, fits: impl Fn(usize) -> Option<Plan>) -> Option<Plan> {
+    let (mut lo, mut hi) = (0usize, cap);
+    let mut best = None;
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        match fits(mid) {
+            Some(p) => {
+                lo = mid;
+                best = Some(p);
+            }
+            None => hi = mid,
+        }
+    }
+    best
 }
 
 /// Checks a forced window width and the shifted copies of the bases made for it: the width
@@ -749,13 +806,16 @@ pub fn level_threads(m_max: usize, first_span: u32) -> Vec<usize> {
 
 /// Work buffers that serve every plan an MSM of `base.n` points can be given in
 /// `base.allowance`: the dense plan when `dense`, and split plans for every tail its 0/1 split
-/// can leave when `split` (a call samples the tail from its scalars, and the window width
-/// follows ⌊log2 tail⌋ alone, so the tails n, n/2, …, 1 meet every plan a split can choose).
-/// Each buffer is the largest any of them asks for, as far as they fit the allowance together:
-/// the dense plan first, then the split plans from the largest tail down, each kept only if
-/// the whole still fits. A workspace of these sizes serves the first call of any of them
-/// without allocating ([`Sizes::covers`]).
+/// can leave when `split` ([`covering_inputs`]), as [`covering_of`] joins them.
 pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Sizes, MsmError> {
+    covering_of(&covering_inputs(base, dense, split), base.allowance)
+}
+
+/// The plans an MSM of `base.n` points can be given: the dense plan when `dense`, and split
+/// plans for every tail its 0/1 split can leave when `split` (a call samples the tail from its
+/// scalars, and the window width follows ⌊log2 tail⌋ alone, so the tails n, n/2, …, 1 meet
+/// every plan a split can choose).
+pub fn covering_inputs(base: &PlanInput, dense: bool, split: bool) -> Vec<PlanInput> {
     let n = base.n.max(1);
     let mut inputs: Vec<PlanInput> = Vec::new();
     if dense {
@@ -779,11 +839,62 @@ pub fn covering_sizes(base: &PlanInput, dense: bool, split: bool) -> Result<Size
             tail /= 2;
         }
     }
+    inputs
+}
+
+/// One workspace for the plans of `inputs` (one group's MSMs, of any lengths and sources) in
+/// `allowance`: each buffer the largest any of them asks for. Where the plans made under
+/// `allowance` do not fit it together, they are made under the largest smaller allowance
+/// where they do (found by bisection), so that one workspace still holds every plan's buffers
+/// and a call planned under the whole allowance runs cut to it ([`Plan::within`]) instead of
+/// reallocating; where not even a sixteenth of the allowance gives that, the first plan, then
+/// each next one only if the whole still fits. A workspace of these sizes serves the first
+/// call of any of them without allocating ([`Sizes::covers`]).
+pub fn covering_of(inputs: &[PlanInput], allowance: usize) -> Result<Sizes, MsmError> {
+    let Some(xyzz) = inputs.first().map(|i| i.xyzz_bytes) else {
+        return Ok(Sizes::default());
+    };
+    // Every plan under `under`, joined; None where one does not fit it at all.
+    let union = |under: usize| -> Option<Sizes> {
+        let mut all: Option<Sizes> = None;
+        for input in inputs {
+            let sizes = Plan::new(&PlanInput {
+                allowance: under,
+                ..*input
+            })
+            .ok()?
+            .sizes;
+            all = Some(all.map_or(sizes, |a| a.max(&sizes)));
+        }
+        all
+    };
+    let fits = |under: usize| union(under).filter(|u| u.bytes(xyzz) <= allowance);
+    if let Some(whole) = fits(allowance) {
+        return Ok(whole);
+    }
+    let (mut lo, mut hi) = (allowance / 16, allowance);
+    if let Some(mut best) = fits(lo) {
+        while hi - lo > (allowance >> 10).max(1) {
+            let mid = lo + (hi - lo) / 2;
+            match fits(mid) {
+                Some(u) => {
+                    lo = mid;
+                    best = u;
+                }
+                None => hi = mid,
+            }
+        }
+        return Ok(best);
+    }
     let mut covering: Option<Sizes> = None;
-    for input in &inputs {
-        let sizes = Plan::new(input)?.sizes;
+    for input in inputs {
+        let sizes = Plan::new(&PlanInput {
+            allowance,
+            ..*input
+        })?
+        .sizes;
         let next = covering.map_or(sizes, |c| c.max(&sizes));
-        if covering.is_some() && next.bytes(base.xyzz_bytes) > base.allowance {
+        if covering.is_some() && next.bytes(xyzz) > allowance {
             continue;
         }
         covering = Some(next);
@@ -858,6 +969,123 @@ mod tests {
     }
 
     #[test]
+    fn plans_cut_to_run_in_a_covering_workspace() {
+        // A tight card's proof: the workspace reserved for dense and split host calls under
+        // one allowance, then each call planned under the same allowance (it fills it, so no
+        // workspace serves two calls' plans).
+        for (n, allowance) in [
+            (1usize << 27, 15usize << 30),
+            (1 << 26, 5 << 30),
+            (1 << 20, 64 << 20),
+        ] {
+            let base = PlanInput {
+                staged: true,
+                ..input(n, allowance)
+            };
+            let held = covering_sizes(&base, true, true).unwrap();
+            for (split, tail) in [(false, n), (true, n / 3), (true, n / 50), (true, 1)] {
+                let call = PlanInput {
+                    split,
+                    tail,
+                    ..base
+                };
+                let plan = Plan::new(&call).unwrap();
+                let cut = plan.within(&call, &held).unwrap_or_else(|| {
+                    panic!(
+                        "2^{} {split} {tail}: {plan:?} not cut into {held:?}",
+                        n.ilog2()
+                    )
+                });
+                assert!(held.covers(&cut.sizes), "{cut:?}");
+                assert_eq!(
+                    (cut.bits, cut.affine_levels, cut.bin_windows > 0),
+                    (plan.bits, plan.affine_levels, plan.bin_windows > 0)
+                );
+                assert!(cut.pass_windows <= plan.pass_windows && cut.pair_group <= plan.pair_group);
+                let pieces = |p: &Plan| p.chunks(n) * p.passes() as usize;
+                assert!(
+                    cut.chunk <= n && pieces(&cut) <= 2 * pieces(&plan),
+                    "{cut:?}"
+                );
+                // The shape alone rebuilds the plan at its own chunk.
+                assert_eq!(plan.reshaped(&call, plan.pass_windows, plan.chunk), plan);
+            }
+        }
+        // A plan the buffers already serve is kept; buffers that hold no chunk give none.
+        let call = input(1 << 20, 64 << 20);
+        let plan = Plan::new(&call).unwrap();
+        assert_eq!(plan.within(&call, &plan.sizes), Some(plan));
+        assert_eq!(plan.within(&call, &Sizes::default()), None);
+        // A chunk far below the plan's (many more chunks) is refused: reallocating pays.
+        let small = Plan::with_chunk(&call, plan.bits, plan.pass_windows, plan.chunk / 8).sizes;
+        if plan.chunk >= 16 {
+            assert_eq!(plan.within(&call, &small), None);
+        }
+    }
+
+    #[test]
+    fn one_workspace_serves_a_tight_proofs_msms_as_allowances_drift() {
+        // A 2^27 proof's G1 MSMs on an 80 GB card: H dense from the device, L, A and B1 from
+        // the host (dense or split), reserved together under the warm-up's allowance, then
+        // called under each proof's, which drifts by a few tenths of a percent.
+        let n = 1usize << 27;
+        let shapes = [
+            (n, false),
+            (n - n / 20, true),
+            (n - n / 50, true),
+            (n / 5 * 3, true),
+        ];
+        let reserved = 15_967_033_754usize;
+        let mut inputs = Vec::new();
+        for &(len, host) in &shapes {
+            let base = PlanInput {
+                staged: host,
+                ..input(len, reserved)
+            };
+            inputs.extend(covering_inputs(&base, true, host));
+        }
+        let held = covering_of(&inputs, reserved).unwrap();
+        assert!(held.bytes(192) <= reserved);
+        let mut cut_short = 0;
+        for allowance in [
+            reserved,
+            15_943_586_202,
+            15_834_250_932,
+            reserved + (64 << 20),
+        ] {
+            for &(len, host) in &shapes {
+                let tails: &[(bool, usize)] = if host {
+                    &[
+                        (false, len),
+                        (true, len / 2),
+                        (true, len / 40),
+                        (true, 1000),
+                    ]
+                } else {
+                    &[(false, len)]
+                };
+                for &(split, tail) in tails {
+                    let call = PlanInput {
+                        staged: host,
+                        split,
+                        tail,
+                        ..input(len, allowance)
+                    };
+                    let plan = Plan::new(&call).unwrap();
+                    let cut = plan.within(&call, &held);
+                    assert!(
+                        cut.is_some_and(|c| held.covers(&c.sizes)),
+                        "{len} {host} {split} {tail} under {allowance}: {plan:?} not cut into {held:?}"
+                    );
+                    cut_short += usize::from(cut.is_some_and(|c| c.chunk < plan.chunk));
+                }
+            }
+        }
+        // The allowance is tight: most calls run a smaller chunk than they planned.
+        assert!(cut_short >= 8, "{cut_short} plans cut");
+    }
+
+    #[test]
     fn covering_sizes_serve_every_tail_a_split_can_leave() {
         for xyzz in [192, 384] {
             for n in [1000, 1 << 16, (1 << 20) + 7, 1 << 24, 1 << 27] {
@@ -890,11 +1118,11 @@ mod tests {
                 assert_eq!(dense, Plan::new(&base).unwrap().sizes);
             }
         }
-        // A tight allowance: what is kept still fits it.
+        // A tight allowance: what is kept still fits it, and the dense plan runs in it.
         let tight = input(1 << 20, 64 << 20);
         let kept = covering_sizes(&tight, true, true).unwrap();
         assert!(kept.bytes(192) <= 64 << 20);
-        assert!(kept.covers(&Plan::new(&tight).unwrap().sizes));
+        assert!(Plan::new(&tight).unwrap().within(&tight, &kept).is_some());
     }
 
     fn input(n: usize, allowance: usize) -> PlanInput {

@@ -1146,17 +1146,18 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
         .unwrap()
         .copy_from_slice(&to_reprs(&sparse));
     let cfg = config(Split::Auto);
-    let calls = |engine: &MsmEngine| {
+    let calls_with = |engine: &MsmEngine, bases: &Bases<C>, cfg: &MsmConfig| {
         let (d, _) = engine
-            .msm_with(&g.stream, &bases, Scalars::Device(&on_device), &cfg)
+            .msm_with(&g.stream, bases, Scalars::Device(&on_device), cfg)
             .unwrap();
         let (s, info) = engine
-            .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &cfg)
+            .msm_with(&g.stream, bases, Scalars::Pinned(&pinned), cfg)
             .unwrap();
         assert!(info.split, "{}: the sparse scalars should split", C::NAME);
         assert_eq!(d, want_dense, "{} dense, device scalars", C::NAME);
         assert_eq!(s, want_sparse, "{} sparse, pinned scalars", C::NAME);
     };
+    let calls = |engine: &MsmEngine| calls_with(engine, &bases, &cfg);
 
     // Unreserved: the first round allocates, later rounds do not.
     calls(&engine);
@@ -1175,8 +1176,8 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     let engine = MsmEngine::new(&g.device).unwrap();
     let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
     let bytes = engine
-        .reserve::<C>(&g.stream, MsmShape::new(n, false), 0, &cfg)
-        .and_then(|_| engine.reserve::<C>(&g.stream, MsmShape::new(n, true), 0, &cfg))
+        .reserve::<C>(&g.stream, &[MsmShape::new(n, false)], 0, &cfg)
+        .and_then(|_| engine.reserve::<C>(&g.stream, &[MsmShape::new(n, true)], 0, &cfg))
         .unwrap();
     assert!(bytes > 0);
     let reserved = engine.workspace_allocations();
@@ -1196,7 +1197,7 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     // Nothing to reserve for no points.
     assert_eq!(
         engine
-            .reserve::<C>(&g.stream, MsmShape::new(0, true), 0, &cfg)
+            .reserve::<C>(&g.stream, &[MsmShape::new(0, true)], 0, &cfg)
             .unwrap(),
         bytes
     );
@@ -1207,7 +1208,7 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
     let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
     let shifted = engine.shift_bases::<C>(&g.stream, bases, 12, 3).unwrap();
     engine
-        .reserve::<C>(&g.stream, MsmShape::over(&shifted, n, false), 0, &cfg)
+        .reserve::<C>(&g.stream, &[MsmShape::over(&shifted, n, false)], 0, &cfg)
         .unwrap();
     let reserved = engine.workspace_allocations();
     let (d, info) = engine
@@ -1224,6 +1225,28 @@ fn reserved<C: MsmCurve>(n: usize, seed: u64) {
         engine.workspace_allocations(),
         reserved,
         "{}: a reserved shape over copies allocated",
+        C::NAME
+    );
+
+    // A tight allowance, too small for the two shapes' plans side by side: reserved together,
+    // they share one workspace, each call runs its plan cut to it, and none allocates.
+    let engine = MsmEngine::new(&g.device).unwrap();
+    let bases: Bases<C> = engine.upload_bases(&g.stream, &reprs).unwrap();
+    let shapes = [MsmShape::new(n, false), MsmShape::new(n, true)];
+    let roomy = engine.wanted_bytes::<C>(&shapes, &cfg).unwrap();
+    let tight = MsmConfig {
+        vram_allowance: Some(roomy / 4 * 3),
+        ..cfg
+    };
+    let held = engine.reserve::<C>(&g.stream, &shapes, 0, &tight).unwrap();
+    assert!(held <= roomy / 4 * 3, "{held} of {roomy}");
+    let reserved = engine.workspace_allocations();
+    calls_with(&engine, &bases, &tight);
+    calls_with(&engine, &bases, &tight);
+    assert_eq!(
+        engine.workspace_allocations(),
+        reserved,
+        "{}: calls under a tight allowance reallocated",
         C::NAME
     );
 }

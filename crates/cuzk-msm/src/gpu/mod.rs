@@ -422,9 +422,9 @@ impl MsmEngine {
         let mut cache = lock(&self.workspaces);
         let allowance = self.allowance::<C>(&cache, config)?;
         let staged = matches!(source, Source::Host(_));
-        let plan = Plan::new(
-            &bases.plan_input(self.plan_input::<C>(n, tail, split, staged, config, allowance)),
-        )?;
+        let input =
+            bases.plan_input(self.plan_input::<C>(n, tail, split, staged, config, allowance));
+        let plan = held_plan::<C>(&cache, Plan::new(&input)?, &input);
         let mut info = CallInfo {
             plan,
             split,
@@ -508,29 +508,31 @@ impl MsmEngine {
             .then(|| Profile(cuzk_cuda::Timeline::new(&self.device)))
     }
 
-    /// Allocates now the work buffers an MSM of `n` points in group `C` will need (scalars
-    /// from the host, staged in pieces, when `host`; else read on the device), whatever tail
-    /// its 0/1 split leaves ([`crate::plan::covering_sizes`] for the engine's split mode), unless
-    /// the cached ones already serve it: the first call of that shape then allocates nothing.
-    /// Workspaces reserved for several shapes in turn grow to serve them all where they fit
-    /// the allowance together. `beside`: device bytes the calls will find allocated that are
-    /// free now (a proof's a, b, c), left out of the allowance so that the reserved buffers
-    /// are those the calls' own plans ask for. Returns the device bytes the group's workspace
-    /// holds.
+    /// Allocates now the work buffers that MSMs of `shapes` in group `C` will need (each
+    /// shape's scalars from the host, staged in pieces, when `host`; else read on the device),
+    /// whatever tail their 0/1 split leaves (the plans of [`crate::plan::covering_inputs`] for
+    /// the engine's split mode), joined into one workspace ([`crate::plan::covering_of`]),
+    /// unless the cached one already serves them: the first call of each shape then allocates
+    /// nothing. Where their plans do not fit the allowance together, the workspace holds them
+    /// cut smaller, and each call runs its plan cut to it ([`Plan::within`]). Workspaces
+    /// reserved in turn grow to serve every reservation where they fit the allowance together.
+    /// `beside`: device bytes the calls will find allocated that are free now (a proof's a, b,
+    /// c), left out of the allowance so that the reserved buffers are those the calls' own
+    /// plans ask for. Returns the device bytes the group's workspace holds.
     pub fn reserve<C: MsmCurve>(
         &self,
         stream: &Stream,
-        shape: MsmShape,
+        shapes: &[MsmShape],
         beside: usize,
         config: &MsmConfig,
     ) -> Result<usize, MsmError> {
         let mut cache = lock(&self.workspaces);
-        if shape.n > 0 {
+        if shapes.iter().any(|s| s.n > 0) {
             let allowance = match config.vram_allowance {
                 Some(a) => a,
                 None => self.allowance::<C>(&cache, config)?.saturating_sub(beside),
             };
-            let sizes = self.covering::<C>(shape, config, allowance)?;
+            let sizes = self.covering::<C>(shapes, config, allowance)?;
             workspace::<C>(
                 &mut cache,
                 &self.allocations,
@@ -551,43 +553,42 @@ impl MsmEngine {
         shapes: &[MsmShape],
         config: &MsmConfig,
     ) -> Result<usize, MsmError> {
-        let mut all: Option<Sizes> = None;
-        for &shape in shapes.iter().filter(|s| s.n > 0) {
-            let sizes = self.covering::<C>(shape, config, usize::MAX)?;
-            all = Some(all.map_or(sizes, |a| a.max(&sizes)));
-        }
-        Ok(all.map_or(0, |s| s.bytes(std::mem::size_of::<C::XyzzRepr>())))
+        let sizes = self.covering::<C>(shapes, config, usize::MAX)?;
+        Ok(sizes.bytes(std::mem::size_of::<C::XyzzRepr>()))
     }
 
-    /// The work buffers that serve an MSM of `n` points in group `C` under `allowance`,
-    /// whatever tail its 0/1 split leaves.
+    /// The work buffers that serve MSMs of `shapes` in group `C` under `allowance`, whatever
+    /// tail their 0/1 split leaves.
     fn covering<C: MsmCurve>(
         &self,
-        shape: MsmShape,
+        shapes: &[MsmShape],
         config: &MsmConfig,
         allowance: usize,
     ) -> Result<Sizes, MsmError> {
-        let MsmShape { n, host, .. } = shape;
-        // Which plans a call can take (see `decide_split`): host scalars split or not as the
-        // mode and their sample say; device scalars split only when always asked to, and then
-        // with every scalar counted as tail.
-        let (dense, split) = match (config.split, host) {
-            (Split::Dense, _) => (true, false),
-            (Split::Always, true) => (false, true),
-            (Split::Always, false) => (false, false),
-            (Split::Auto, true) => (true, true),
-            (Split::Auto, false) => (true, false),
-        };
-        let base = shape.plan_input(self.plan_input::<C>(n, n, false, host, config, allowance));
-        let mut sizes = crate::plan::covering_sizes(&base, dense, split)?;
-        if !dense && !split {
-            sizes = Plan::new(&PlanInput {
-                split: true,
-                ..base
-            })?
-            .sizes;
+        let mut inputs = Vec::new();
+        for &shape in shapes.iter().filter(|s| s.n > 0) {
+            let MsmShape { n, host, .. } = shape;
+            // Which plans a call can take (see `decide_split`): host scalars split or not as
+            // the mode and their sample say; device scalars split only when always asked to,
+            // and then with every scalar counted as tail.
+            let (dense, split) = match (config.split, host) {
+                (Split::Dense, _) => (true, false),
+                (Split::Always, true) => (false, true),
+                (Split::Always, false) => (false, false),
+                (Split::Auto, true) => (true, true),
+                (Split::Auto, false) => (true, false),
+            };
+            let base = shape.plan_input(self.plan_input::<C>(n, n, false, host, config, allowance));
+            if !dense && !split {
+                inputs.push(PlanInput {
+                    split: true,
+                    ..base
+                });
+            } else {
+                inputs.extend(crate::plan::covering_inputs(&base, dense, split));
+            }
         }
-        Ok(sizes)
+        crate::plan::covering_of(&inputs, allowance)
     }
 
     /// How many times this engine has allocated a workspace (a call whose plan the cached
@@ -710,6 +711,43 @@ fn workspace<'c, C: MsmCurve>(
         .get_mut(C::NAME)
         .and_then(|w| w.downcast_mut::<Workspace<C>>())
         .expect("inserted above"))
+}
+
+/// `plan`, or where group `C`'s cached buffers do not serve it and no workspace serving both
+/// fits the allowance, the plan cut to run in them ([`Plan::within`]) where that costs at
+/// most twice the pieces (chunks times passes): cheaper than freeing and allocating
+/// gigabytes and waiting for the stream between every two MSMs of a proof on a card without
+/// room for both.
+fn held_plan<C: MsmCurve>(
+    cache: &HashMap<&'static str, Box<dyn Any + Send>>,
+    plan: Plan,
+    input: &PlanInput,
+) -> Plan {
+    let Some(held) = cache
+        .get(C::NAME)
+        .and_then(|w| w.downcast_ref::<Workspace<C>>())
+        .map(|w| w.sizes)
+    else {
+        return plan;
+    };
+    let xyzz = std::mem::size_of::<C::XyzzRepr>();
+    if held.covers(&plan.sizes) || held.max(&plan.sizes).bytes(xyzz) <= input.allowance {
+        return plan;
+    }
+    match plan.within(input, &held) {
+        Some(cut) => {
+            tracing::debug!(
+                group = C::NAME,
+                chunk = cut.chunk,
+                planned = plan.chunk,
+                pass_windows = cut.pass_windows,
+                planned_windows = plan.pass_windows,
+                "MSM planned within the cached workspace"
+            );
+            cut
+        }
+        None => plan,
+    }
 }
 
 /// Device bytes of group `C`'s cached work buffers (0 when it has none).

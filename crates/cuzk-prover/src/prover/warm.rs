@@ -70,15 +70,14 @@ impl GpuProver {
             let abc = super::abc_bytes(lengths.n);
             let shapes = Shapes::of(&lengths, true, params.h_bases());
             let configs = self.msm_configs(msm_default, Some((&shapes, abc)))?;
-            let mut g1 = 0;
-            for shape in shapes.g1 {
-                g1 = self
-                    .msm
-                    .reserve::<G1>(&self.stream, shape, abc as usize, &configs.g1)?;
-            }
-            let g2 = self
+            // The G1 MSMs' plans in one workspace: where they do not fit the allowance
+            // together, each call runs its plan cut to it instead of reallocating.
+            let g1 = self
                 .msm
-                .reserve::<G2>(&self.stream, shapes.g2, abc as usize, &configs.g2)?;
+                .reserve::<G1>(&self.stream, &shapes.g1, abc as usize, &configs.g1)?;
+            let g2 =
+                self.msm
+                    .reserve::<G2>(&self.stream, &[shapes.g2], abc as usize, &configs.g2)?;
             workspace_bytes = (g1 + g2) as u64;
         }
         let workspaces_ms = ms_since(t);
