@@ -52,7 +52,7 @@ pub const MAX_BINS: usize = 4096;
 pub const BIN_PAIRS_LOG: u32 = 20;
 
 /// Window groups a pass's binned scatter takes: its second pair buffer holds one group's pairs,
-/// a third of the first buffer.
+/// a third of the first buffer (more groups, and a smaller buffer, under a tight allowance).
 pub const BIN_GROUPS: u32 = 3;
 
 /// Tails from which a plan bins its pairs where the caller leaves it to the plan: below, a
@@ -222,7 +222,8 @@ pub struct Plan {
     /// them. The last group of a pass may be shorter. 1 without pair levels.
     pub pair_group: u32,
     /// Windows per group of the binned scatter, 0 for the one-pass scatter
-    /// (`PlanInput::binned` where the second pair buffer fits the allowance).
+    /// (`PlanInput::binned` where the second pair buffer fits the allowance): [`bin_windows`]
+    /// of the pass, or fewer where that buffer would not fit.
     pub bin_windows: u32,
     /// log2 of the keys per bin of the binned scatter ([`bin_shift`]).
     pub bin_shift: u32,
@@ -378,7 +379,9 @@ impl Plan {
     /// pieces (a narrower window, fewer windows per pass, a smaller chunk) than it takes
     /// without them; the pair levels then group as many windows per launch as fit
     /// (`PlanInput::pair_group` at most). The binned scatter is added only where it narrows no
-    /// such group: where both do not fit, the pair levels are kept before it.
+    /// such group: where both do not fit, the pair levels are kept before it. Without pair
+    /// levels, a binned scatter whose usual groups' buffer does not fit runs in narrower groups
+    /// where theirs does.
     pub fn new(input: &PlanInput) -> Result<Plan, MsmError> {
         let asked = input.levels();
         if asked > MAX_AFFINE_LEVELS {
@@ -402,12 +405,24 @@ impl Plan {
             ((p.bits, p.pass_windows, p.chunk) == (plain.bits, plain.pass_windows, plain.chunk))
                 .then(|| p.widest_group(input))
         };
+        // The binned scatter at the plain plan's shape: in the usual groups, or where their
+        // second pair buffer does not fit beside it, in the widest narrower groups that do
+        // (a group more re-reads the chunk's scalars once, a millisecond or so at 2^26
+        // points, against the tens the binned scatter saves).
         let binned_only = || {
+            if !input.binned() {
+                return None;
+            }
             let c = PlanInput {
                 affine_levels: Some(0),
                 ..*input
             };
-            input.binned().then(|| same_shape(&c)).flatten()
+            same_shape(&c).or_else(|| {
+                (1..bin_windows(plain.pass_windows))
+                    .rev()
+                    .map(|g| plain.with_bin_group(g))
+                    .find(|p| p.bytes(input.xyzz_bytes) <= input.allowance)
+            })
         };
         if asked == 0 {
             return Ok(binned_only().unwrap_or(plain));
@@ -562,11 +577,6 @@ impl Plan {
         let piece = chunk.min(PIECE);
         let levels = input.levels();
         let nb = buckets as usize;
-        let bin_windows = if input.binned() {
-            bin_windows(pass_windows)
-        } else {
-            0
-        };
         let sizes = Sizes {
             staging: if input.staged { 2 * piece } else { 0 },
             canon: chunk,
@@ -583,10 +593,10 @@ impl Plan {
             affine_a: 0,
             affine_b: 0,
             window_buckets: 0,
-            bin_pairs: chunk * pass_digits.min(bin_windows as usize * copies as usize),
-            bin_cursors: if bin_windows > 0 { MAX_BINS + 2 } else { 0 },
+            bin_pairs: 0,
+            bin_cursors: 0,
         };
-        Plan {
+        let plan = Plan {
             bits,
             windows: window_count(bits).div_ceil(copies),
             copies,
@@ -598,14 +608,27 @@ impl Plan {
             seg_log,
             affine_levels: levels,
             pair_group: 1,
-            bin_windows,
-            bin_shift: if bin_windows > 0 {
-                bin_shift(chunk * copies as usize, bits, bin_windows)
-            } else {
-                0
-            },
+            bin_windows: 0,
+            bin_shift: 0,
             sizes: level_sizes(sizes, levels, chunk * pass_digits.min(copies as usize), nb),
+        };
+        if input.binned() {
+            plan.with_bin_group(bin_windows(pass_windows))
+        } else {
+            plan
         }
+    }
+
+    /// `self` with the binned scatter in groups of `group` windows (at least 1, at most a
+    /// pass), its second pair buffer (one group's pairs) and bin cursors sized for them.
+    pub fn with_bin_group(mut self, group: u32) -> Plan {
+        let g = group.clamp(1, self.pass_windows.max(1));
+        let digits = pass_digits(self.bits, self.pass_windows, self.copies) as usize;
+        self.bin_windows = g;
+        self.bin_shift = bin_shift(self.chunk * self.copies as usize, self.bits, g);
+        self.sizes.bin_pairs = self.chunk * digits.min(g as usize * self.copies as usize);
+        self.sizes.bin_cursors = MAX_BINS + 2;
+        self
     }
 
     fn largest_chunk(input: &PlanInput, bits: u32, pass_windows: u32) -> Option<Plan> {
@@ -669,7 +692,10 @@ impl Plan {
             binned_scatter: Some(self.bin_windows > 0),
             ..*input
         };
-        let p = Self::with_chunk(&shaped, self.bits, pass_windows, chunk);
+        let mut p = Self::with_chunk(&shaped, self.bits, pass_windows, chunk);
+        if self.bin_windows > 0 {
+            p = p.with_bin_group(self.bin_windows.min(p.bin_windows));
+        }
         if p.affine_levels > 0 {
             p.with_pair_group(self.pair_group)
         } else {
@@ -1448,6 +1474,29 @@ mod tests {
         );
         // Bins of about 2^20 pairs: 2^26 points over 2^19 buckets a window, 2^13 keys a bin.
         assert_eq!((binned.bits, binned.bin_shift), (20, 13));
+        // Room beside the plain plan for the buffer of two windows' pairs only: the plan keeps
+        // its shape and bins in groups of two.
+        let narrow = with(
+            1 << 26,
+            plain.bytes(192) + (2 * plain.chunk * 2 + MAX_BINS + 2) * 4,
+            Some(true),
+            0,
+        );
+        assert!(binned.bin_windows > 2);
+        assert_eq!(
+            (
+                narrow.bits,
+                narrow.pass_windows,
+                narrow.chunk,
+                narrow.bin_windows
+            ),
+            (plain.bits, plain.pass_windows, plain.chunk, 2)
+        );
+        assert_eq!(narrow.sizes.bin_pairs, 2 * plain.chunk);
+        assert_eq!(narrow.bin_shift, bin_shift(plain.chunk, 20, 2));
+        // Less than one window's: the one-pass scatter.
+        let none = with(1 << 26, plain.bytes(192) + plain.chunk * 8, Some(true), 0);
+        assert_eq!((none.chunk, none.bin_windows), (plain.chunk, 0));
         // Room for one of the two: the pair levels are kept, the binned scatter dropped. (One
         // window per launch: wider groups would take what the binned scatter needs.)
         let one_window = |allowance: usize, binned: bool| {

@@ -457,6 +457,42 @@ fn gpu_binned_scatter_matches_cpu_g1_and_g2() {
         msm_at_size::<G1>((1 << 22) + 5, &cfg, 190 + levels as u64);
         msm_at_size::<G2>((1 << 20) + 3, &cfg, 192 + levels as u64);
     }
+    // A tight allowance: no room for the usual groups' second pair buffer beside the plan,
+    // room for one of three windows' pairs. The plan keeps its chunk and bins in narrower
+    // groups.
+    let g = gpu();
+    let n = (1 << 22) + 5;
+    let dense = MsmConfig {
+        binned_scatter: Some(true),
+        split: Split::Dense,
+        ..MsmConfig::default()
+    };
+    let roomy = g
+        .engine
+        .wanted_bytes::<G1>(&[MsmShape::new(n, true)], &dense)
+        .unwrap();
+    let bases = g.engine.generate_bases::<G1>(&g.stream, n, 196).unwrap();
+    for (what, scalars) in [
+        ("random", random_scalars(n, 197)),
+        ("sparse", sparse_scalars(n, 0.49, 0.5, 198)),
+    ] {
+        let want = generated_msm::<G1>(&scalars, 196, GEN_POINTS_PER_THREAD);
+        let (_, roomy_info) = msm_info::<G1>(&bases, &scalars, &dense);
+        let usual = roomy_info.plan.bin_windows;
+        assert!(usual > 3, "{:?}", roomy_info.plan);
+        let tight = MsmConfig {
+            vram_allowance: Some(roomy - (usual as usize - 3) * n * 8),
+            ..dense
+        };
+        let (got, info) = msm_info::<G1>(&bases, &scalars, &tight);
+        assert_eq!(
+            (info.plan.chunk, info.plan.bin_windows),
+            (roomy_info.plan.chunk, 3),
+            "{what}: {:?}",
+            info.plan
+        );
+        assert_eq!(got, want, "binned in narrower groups, {what}");
+    }
     // The one-pass scatter where the plan would bin.
     let one_pass = MsmConfig {
         binned_scatter: Some(false),
