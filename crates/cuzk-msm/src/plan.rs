@@ -407,8 +407,9 @@ impl Plan {
         };
         // The binned scatter at the plain plan's shape: in the usual groups, or where their
         // second pair buffer does not fit beside it, in the widest narrower groups that do
-        // (a group more re-reads the chunk's scalars once, a millisecond or so at 2^26
-        // points, against the tens the binned scatter saves).
+        // (a group more re-reads the chunk's scalars once: G1 2^27 in two chunks under 16 GiB
+        // scattered in 133 ms so, against 126 in the usual groups and 189 in one pass, on an
+        // H100; docs/perf.md, thirtieth session).
         let binned_only = || {
             if !input.binned() {
                 return None;
@@ -642,7 +643,7 @@ impl Plan {
             let p = Self::with_chunk(input, bits, pass_windows, chunk);
             (p.sizes.bytes(input.xyzz_bytes) <= input.allowance).then_some(p)
         };
-        fits(cap).or_else(|| largest_below(cap, fits))
+        largest_up_to(cap, fits)
     }
 
     /// `self` (made by [`Plan::new`] from `input`) cut to fit buffers that `held` already
@@ -671,9 +672,7 @@ impl Plan {
                 let p = self.reshaped(input, pass_windows, chunk);
                 (held.covers(&p.sizes) && (p.bin_windows > 0) == binned).then_some(p)
             };
-            // A chunk of every point holds no second bucket array, so it may fit where a
-            // smaller one does not; below it, buffers grow with the chunk.
-            let largest = make(self.chunk).or_else(|| largest_below(self.chunk, make))?;
+            let largest = largest_up_to(self.chunk, make)?;
             Some(self.reshaped(input, pass_windows, n.div_ceil(largest.chunks(n))))
         };
         (1..=self.pass_windows)
@@ -725,9 +724,14 @@ impl Plan {
     }
 }
 
-/// The plan of the largest chunk below `cap` that `fits` gives one for, by bisection: buffers
-/// grow with the chunk, so the chunks that fit are those below some bound.
-fn largest_below(cap: usize, fits: impl Fn(usize) -> Option<Plan>) -> Option<Plan> {
+/// The plan of the largest chunk up to `cap` that `fits` gives one for: `cap` itself, else the
+/// largest below it by bisection. `cap` is tried apart because a chunk of every point holds no
+/// second bucket array ([`Sizes::chunk_points`]), so it may fit where a smaller one does not;
+/// below it, buffers grow with the chunk, so the chunks that fit are those below some bound.
+fn largest_up_to(cap: usize, fits: impl Fn(usize) -> Option<Plan>) -> Option<Plan> {
+    if let Some(p) = fits(cap) {
+        return Some(p);
+    }
     let (mut lo, mut hi) = (0usize, cap);
     let mut best = None;
     while lo + 1 < hi {
