@@ -297,13 +297,15 @@ __host__ __device__ __forceinline__ void mad_even(uint32_t e[N], uint32_t o[N],
 // The reduction step of a row: T ← (T + m·p) / W with m = T·(−p^−1) mod W, which clears word 0.
 // After the division E′ = O with E's word 1 added to its word 0 (the carry of that addition is
 // left in the flag, for the next row's first chain or the final merge) and O′ = E shifted down
-// two words: the arrays trade places instead of moving words.
-__host__ __device__ __forceinline__ void redc_shift(uint32_t e[N], uint32_t o[N]) {
+// two words: the arrays trade places instead of moving words. With carry_in the step's own
+// first chain takes the flag the previous step left (a reduction with no product rows).
+__host__ __device__ __forceinline__ void redc_shift(uint32_t e[N], uint32_t o[N],
+                                                    bool carry_in = false) {
     uint32_t p[N];
 #pragma unroll
     for (int j = 0; j < N; ++j) p[j] = P(j);
     const uint32_t m = e[0] * M0;
-    mad_odd(o, p, m, false);
+    mad_odd(o, p, m, carry_in);
     mad_even(e, o, p, m);
     uint32_t e2[N];
     e2[0] = carry::add_cc(o[0], e[1]);
@@ -317,15 +319,21 @@ __host__ __device__ __forceinline__ void redc_shift(uint32_t e[N], uint32_t o[N]
     for (int j = 0; j < N; ++j) e[j] = e2[j];
 }
 
-// r ← E + W·O, taking in the carry flag left by the last shift (weight W, as O's word 0), then
-// reduced below p. The result is below 2p < W^N, so nothing carries out of word N − 1 and
-// O's top word is zero.
-__host__ __device__ __forceinline__ void merge(uint32_t r[N], const uint32_t e[N],
-                                               const uint32_t o[N]) {
+// r ← E + W·O, taking in the carry flag left by the last shift (weight W, as O's word 0). The
+// callers' results are below 2p < W^N, so nothing carries out of word N − 1 and O's top word is
+// zero.
+__host__ __device__ __forceinline__ void merge_raw(uint32_t r[N], const uint32_t e[N],
+                                                   const uint32_t o[N]) {
     r[0] = e[0];
 #pragma unroll
     for (int j = 1; j < N - 1; ++j) r[j] = carry::addc_cc(e[j], o[j - 1]);
     r[N - 1] = carry::addc(e[N - 1], o[N - 2]);
+}
+
+// As `merge_raw`, then reduced below p.
+__host__ __device__ __forceinline__ void merge(uint32_t r[N], const uint32_t e[N],
+                                               const uint32_t o[N]) {
+    merge_raw(r, e, o);
     final_sub(r);
 }
 
@@ -380,6 +388,76 @@ __host__ __device__ __forceinline__ void mul(uint32_t r[N], const uint32_t a[N],
     merge(r, e, o);
 }
 
+// t ← t + Σ a_i·a_j·W^(i+j) over j = j0, j0 + 2, … < N: one carry chain of adjacent (lo, hi)
+// word pairs (fused as in `mad_odd`), its carry out added into the word above its last pair.
+__host__ __device__ __forceinline__ void sqr_chain(uint32_t t[2 * N], const uint32_t a[N], int i,
+                                                   int j0) {
+    t[i + j0] = carry::mad_lo_cc(a[i], a[j0], t[i + j0]);
+    t[i + j0 + 1] = carry::madc_hi_cc(a[i], a[j0], t[i + j0 + 1]);
+    int last = j0;
+#pragma unroll
+    for (int j = j0 + 2; j < N; j += 2) {
+        t[i + j] = carry::madc_lo_cc(a[i], a[j], t[i + j]);
+        t[i + j + 1] = carry::madc_hi_cc(a[i], a[j], t[i + j + 1]);
+        last = j;
+    }
+    t[i + last + 2] = carry::addc(t[i + last + 2], 0);
+}
+
+// r ← a²·2^−384 mod p, fully reduced, for a < 2p: the square's 78 distinct limb products (66
+// off the diagonal, doubled, and 12 on it) where `mul` takes 144, then the Montgomery reduction
+// of the low half (the rows of `mul` without their products) and the high half added.
+//
+// Off the diagonal, row i's products a_i·a_j (j > i) form two chains by the parity of j: the
+// even j end at j = N − 2 and carry into word i + N, the odd ones end at N − 1 and carry into
+// word i + N + 1. Row i − 1 wrote nothing above word i + N − 1 but its odd chain's carry (0 or
+// 1) into word i + N, so the even chain's carry lands on at most 1 and cannot overflow, and the
+// odd chain's carry lands on a word no row has touched; every other carry stays inside a
+// chain. The sum is below a²/2 < 2^763, so doubling it loses no bit, and a² < 4p² < 2^764
+// leaves the diagonal chain no carry out.
+//
+// Bounds: the reduction of the low half L < 2^384 gives (L + M·p)/2^384 ≤ p (M < 2^384), and
+// the high half H = ⌊a²/2^384⌋ < 4p²/2^384 < p/2 (4p < 2^383), so their sum is below 2p and one
+// conditional subtraction reduces it.
+__host__ __device__ __forceinline__ void sqr(uint32_t r[N], const uint32_t a[N]) {
+    uint32_t t[2 * N];
+#pragma unroll
+    for (int j = 0; j < 2 * N; ++j) t[j] = 0;
+    static_assert(N % 2 == 0, "the chains' parities below assume an even limb count");
+#pragma unroll
+    for (int i = 0; i < N - 1; ++i) {
+        const int even = (i + 1) % 2 == 0 ? i + 1 : i + 2;  // first even j > i
+        const int odd = (i + 1) % 2 == 1 ? i + 1 : i + 2;   // first odd j > i
+        if (even < N) sqr_chain(t, a, i, even);
+        sqr_chain(t, a, i, odd);
+    }
+    t[0] = carry::add_cc(t[0], t[0]);
+#pragma unroll
+    for (int j = 1; j < 2 * N - 1; ++j) t[j] = carry::addc_cc(t[j], t[j]);
+    t[2 * N - 1] = carry::addc(t[2 * N - 1], t[2 * N - 1]);
+    t[0] = carry::mad_lo_cc(a[0], a[0], t[0]);
+    t[1] = carry::madc_hi_cc(a[0], a[0], t[1]);
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) {
+        t[2 * i] = carry::madc_lo_cc(a[i], a[i], t[2 * i]);
+        t[2 * i + 1] = carry::madc_hi_cc(a[i], a[i], t[2 * i + 1]);
+    }
+    t[2 * N - 2] = carry::madc_lo_cc(a[N - 1], a[N - 1], t[2 * N - 2]);
+    t[2 * N - 1] = carry::madc_hi(a[N - 1], a[N - 1], t[2 * N - 1]);
+
+    uint32_t e[N], o[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        e[j] = t[j];
+        o[j] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) redc_shift(e, o, i > 0);
+    merge_raw(r, e, o);
+    add_raw(r, r, t + N);
+    final_sub(r);
+}
+
 // One lane's half of the Fp2 product (a0 + a1·u)(b0 + b1·u), u² = −1: `a`, `b` are this lane's
 // halves, `pa`, `pb` its partner's. The even lane (odd = false, holding a0, b0) gets
 // c0 = a0·b0 + (p − a1)·b1, the odd lane (a1, b1) c1 = a1·b0 + a0·b1: one two-term product
@@ -428,7 +506,17 @@ __device__ __forceinline__ fp_t mul(fp_t a, fp_t b) {
     fp_limbs::mul(r.val, a.val, b.val);
     return r;
 }
+// The dedicated square (`fp_limbs::sqr`) is a variant until measured against the product of a
+// with itself.
+#ifdef CUZK_FP_SQR
+__device__ __forceinline__ fp_t sqr(fp_t a) {
+    fp_t r;
+    fp_limbs::sqr(r.val, a.val);
+    return r;
+}
+#else
 __device__ __forceinline__ fp_t sqr(fp_t a) { return mul(a, a); }
+#endif
 // Branch-free Fp sums: the generated ones compare limb by limb from the top with early exits,
 // which diverge a warp whose lanes hold different values (G1 accumulation 2.4–2.6% faster on an
 // H100: docs/perf.md, twenty-first session).
