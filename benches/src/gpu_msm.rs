@@ -22,10 +22,10 @@ pub struct Args {
     /// Timed runs per measurement (after one warm-up); the median is reported. At least 3.
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Sizes (log2) of the G1 measurements.
+    /// Sizes (log2) of the G1 measurements (0 is skipped: `--g1 0` times no G1).
     #[arg(long, value_delimiter = ',', default_value = "20,22,24,26,27")]
     g1: Vec<u32>,
-    /// Sizes (log2) of the G2 measurements.
+    /// Sizes (log2) of the G2 measurements (0 is skipped: `--g2 0` times no G2).
     #[arg(long, value_delimiter = ',', default_value = "20,22,24")]
     g2: Vec<u32>,
     /// log2 size of the witness-shaped sparse G1 measurement (0 skips it).
@@ -251,6 +251,10 @@ impl Ctx {
         pinned: &PinnedBuffer<FrRepr>,
         rows: &mut Vec<Row>,
     ) -> Result<()> {
+        // A size of 0 skips the group, as with the other size options.
+        let sizes: Vec<u32> = sizes.iter().copied().filter(|&l| l > 0).collect();
+        let sweep: Vec<u32> = sweep.iter().copied().filter(|&l| l > 0).collect();
+        let (sizes, sweep) = (&sizes[..], &sweep[..]);
         let max = sizes.iter().chain(sweep).copied().max().unwrap_or(0);
         if sizes.is_empty() && sweep.is_empty() {
             return Ok(());
@@ -643,6 +647,8 @@ fn shifted(
             });
             drop(bases);
             ctx.engine.release_workspaces();
+            // Give the copies back to the driver before the next row or group allocates.
+            ctx.stream.synchronize()?;
         }
     }
     Ok(rows)

@@ -55,18 +55,16 @@ __device__ __forceinline__ fp2_lane_t pmul(const fp2_lane_t& a, const fp2_lane_t
 }
 
 // a·b − c·d, the Y coordinate of the additions and doublings below: two products and a
-// subtraction. (One Montgomery reduction for both Fp products measured 2–4% slower in the G1
-// accumulation: more registers, 8 warps per SM instead of 12; docs/perf.md, nineteenth
-// session.)
+// subtraction.
 template <class F>
 __device__ __forceinline__ F mul_sub(const F& a, const F& b, const F& c, const F& d) {
     return sub(pmul(a, b), pmul(c, d));
 }
-// A variant until measured: G1's a·b − c·d as a·b + c·(p − d) with one reduction
-// (`fp_limbs::dot`), 36 wide multiply-adds a row instead of 48. Since the prefetching level
-// kernel holds 255 registers (8 warps per SM) the occupancy that the nineteenth session's try
-// lost is lost already.
-#ifdef CUZK_FP_DOT
+// G1's as a·b + c·(p − d) with one reduction (`fp_limbs::dot`): 36 wide multiply-adds a row
+// instead of 48, and the G1 accumulation 5.5% faster at 2^27 on an H100 (docs/perf.md,
+// thirty-first session). The nineteenth session measured it 2–4% slower when the level
+// kernels ran 12 warps per SM and the extra registers cost 4 of them; the prefetching level
+// kernel holds 255 registers (8 warps) with either form.
 template <>
 __device__ __forceinline__ fp_t mul_sub<fp_t>(const fp_t& a, const fp_t& b, const fp_t& c,
                                               const fp_t& d) {
@@ -75,7 +73,6 @@ __device__ __forceinline__ fp_t mul_sub<fp_t>(const fp_t& a, const fp_t& b, cons
     fp_limbs::dot(r.val, a.val, b.val, c.val, nd.val);
     return r;
 }
-#endif
 
 // How the threads of a kernel hold coordinates of field F: `mem` is the coordinate's layout in
 // memory and `count` the threads that share one point. A point of fp2_lane_t is held by a pair
