@@ -497,7 +497,8 @@ __host__ __device__ __forceinline__ void fp2_sqr_half(uint32_t r[N], const uint3
 }  // namespace fp_limbs
 
 // Every Fp product of the curve code (G1's accumulation, bucket sums, pair levels) runs on
-// `fp_limbs::mul` (CIOS, 13 limbs of accumulator) rather than the generated field code's
+// `fp_limbs` (`mul` here, `sqr` below, `dot` for G1's a·b − c·d in curve/xyzz.cuh; `mul` is
+// CIOS with 13 limbs of accumulator) rather than the generated field code's
 // double-width product and separate reduction (a 384-byte stack frame in the G1 level
 // kernel): the G1 accumulation measured 7–9% faster at 2^24–2^27 (docs/perf.md,
 // twenty-first session).
