@@ -84,9 +84,23 @@ pub struct Args {
     /// VRAM allowances (GiB) of the --chunked measurements; each row reports its chunks.
     #[arg(long, value_delimiter = ',', default_value = "40,16,11")]
     chunk_gib: Vec<usize>,
+    /// Whether one-chunk MSMs of pinned scalars run in two chunks, the second half's upload
+    /// under the first half's sort and accumulation (`MsmConfig::upload_overlap`): `auto`
+    /// (the plan decides, the engine's default), `on` wherever it fits, `off`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    upload_overlap: String,
     /// Seed of the bases and scalars.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+/// `MsmConfig::upload_overlap` for an `--upload-overlap` value (`auto`, `on`, `off`).
+pub fn overlap_arg(value: &str) -> Option<bool> {
+    match value {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
 }
 
 /// sppark on this H200, bases resident, scalars from pinned memory (shared/gpu.md, 2026-11-29).
@@ -158,6 +172,8 @@ struct Ctx {
     /// The placements to time besides the plan's own: `Some(true)` binned, `Some(false)` one
     /// pass.
     scatters: Vec<bool>,
+    /// `MsmConfig::upload_overlap` of every measurement (`--upload-overlap`).
+    upload_overlap: Option<bool>,
 }
 
 impl Ctx {
@@ -171,6 +187,10 @@ impl Ctx {
         n: usize,
         cfg: &MsmConfig,
     ) -> Result<Duration> {
+        let cfg = &MsmConfig {
+            upload_overlap: cfg.upload_overlap.or(self.upload_overlap),
+            ..*cfg
+        };
         let spare = pinned.len() - n;
         let offset = |i: usize| window(i, spare);
         let t = time(self.runs, |i| {
@@ -391,6 +411,7 @@ pub fn run(args: &Args) -> Result<()> {
         device,
         seed: args.seed,
         runs: args.runs,
+        upload_overlap: overlap_arg(&args.upload_overlap),
         affine_levels: args.affine_levels.clone(),
         pair_groups: args.pair_groups.clone(),
         scatters: [(args.binned_scatter, true), (args.one_pass_scatter, false)]

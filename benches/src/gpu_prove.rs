@@ -100,6 +100,11 @@ pub struct Args {
     /// for the device's PCE). Default: none.
     #[arg(long)]
     h_copy_bits: Option<u32>,
+    /// Whether the MSMs of pinned scalars (L, A, B) run in two chunks, the second half's
+    /// upload under the first half's work (`GpuProverConfig::msm_upload_overlap`): `off`
+    /// (the prover's default), `on` wherever it fits, `auto` where each plan finds it pays.
+    #[arg(long, default_value = "off", value_parser = ["auto", "on", "off"])]
+    upload_overlap: String,
 }
 
 /// The targets at 2^27: one partition and ten.
@@ -177,6 +182,7 @@ fn one_size(device: &Device, k: u32, args: &Args, budget: Option<Budget>) -> Res
             _ => None,
         },
         h_copy_bits: args.h_copy_bits,
+        msm_upload_overlap: crate::gpu_msm::overlap_arg(&args.upload_overlap),
         ..GpuProverConfig::default()
     };
     let prover = GpuProver::new(device, config)?;

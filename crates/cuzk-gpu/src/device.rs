@@ -170,6 +170,8 @@ impl DeviceState {
             // allowance.
             msm_affine_levels: 0,
             msm_binned_scatter: None,
+            // No overlapped uploads: a lane's reservation would count their staging.
+            msm_upload_overlap: Some(false),
             // No copies of the H bases: the lanes share the device under a budget, and
             // `GpuProver::copy_h` makes copies only for unmetered provers.
             h_copy_bits: None,

@@ -58,6 +58,8 @@ impl BatchPlan {
                         split: s.split,
                         staged: s.host && !prefetch,
                         allowance: room,
+                        // A batch overlaps a set's upload with the set before it instead.
+                        upload_overlap: Some(false),
                         ..*base
                     })
                 })
@@ -129,6 +131,7 @@ mod tests {
             pair_group: 0,
             binned_scatter: Some(false),
             copies: 1,
+            upload_overlap: Some(false),
         }
     }
 

@@ -717,6 +717,7 @@ mod tests {
             pair_group: 0,
             binned_scatter: Some(false),
             copies: 1,
+            upload_overlap: Some(false),
         }
     }
 

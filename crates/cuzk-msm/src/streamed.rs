@@ -44,6 +44,8 @@ impl StreamedPlan {
                 n: chunk,
                 tail: scale(input.tail, chunk, n),
                 allowance: input.allowance.saturating_sub(base_bytes),
+                // The bases' chunks are what this pipeline overlaps.
+                upload_overlap: Some(false),
                 ..*input
             };
             if base_bytes <= input.allowance / 2 {
@@ -106,6 +108,7 @@ mod tests {
             pair_group: 0,
             binned_scatter: Some(false),
             copies: 1,
+            upload_overlap: Some(false),
         }
     }
 

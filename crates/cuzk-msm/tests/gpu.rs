@@ -593,6 +593,7 @@ fn tiny_allowance<C: MsmCurve>(n: usize, seed: u64) {
         pair_group: 0,
         binned_scatter: Some(false),
         copies: 1,
+        upload_overlap: Some(false),
     };
     for (chunk, windows) in [(n / 5, 26), (n / 3, 9), (n, 4), (1000, 2)] {
         let allowance = Plan::with_chunk(&input, 10, windows, chunk).bytes(input.xyzz_bytes);
@@ -683,6 +684,72 @@ fn spot<C: MsmCurve>(n: usize, seed: u64) {
 fn gpu_spot_checks_at_2_24() {
     spot::<G1>((1 << 24) + 5, 90);
     spot::<G2>(1 << 24, 91);
+}
+
+/// Staged MSMs cut in two for the upload overlap, forced where the plan would not choose it:
+/// the reference's results for two points, an odd count and a few thousand (every way of
+/// passing scalars, dense and split, G1 and G2), and for chunks of three pieces, each staged
+/// in a buffer of its own, the plan saying so.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_upload_overlap_cuts_staged_msms_in_two() {
+    let on = MsmConfig {
+        upload_overlap: Some(true),
+        ..MsmConfig::default()
+    };
+    for (i, n) in [2usize, 3, 2001].into_iter().enumerate() {
+        let seed = 400 + 10 * i as u64;
+        let host = random_bases::<G1>(n, seed);
+        let scalars = random_scalars(n, seed + 1);
+        let want = cpu::msm::<G1>(&host, &scalars).unwrap();
+        check_with("upload overlap", &upload::<G1>(&host), &scalars, &want, &on);
+        let sparse = sparse_scalars(n, 0.3, 0.3, seed + 2);
+        let want = cpu::msm::<G1>(&host, &sparse).unwrap();
+        check_with(
+            "upload overlap, sparse",
+            &upload::<G1>(&host),
+            &sparse,
+            &want,
+            &on,
+        );
+    }
+    let host = random_bases::<G2>(1001, 430);
+    let scalars = random_scalars(1001, 431);
+    let want = cpu::msm::<G2>(&host, &scalars).unwrap();
+    check_with("upload overlap", &upload::<G2>(&host), &scalars, &want, &on);
+    // Chunks of 2.5 pieces and a few points: three staging buffers of a piece.
+    let g = gpu();
+    let piece = cuzk_msm::plan::PIECE;
+    let n = 5 * piece + 7;
+    let seed = 440;
+    let bases = g.engine.generate_bases::<G1>(&g.stream, n, seed).unwrap();
+    for (what, scalars, split) in [
+        ("random", random_scalars(n, seed + 1), Split::Dense),
+        (
+            "sparse",
+            sparse_scalars(n, 0.45, 0.45, seed + 2),
+            Split::Always,
+        ),
+    ] {
+        let mut pinned = g.device.alloc_pinned::<FrRepr>(n).unwrap();
+        pinned
+            .as_mut_slice()
+            .unwrap()
+            .copy_from_slice(&to_reprs(&scalars));
+        let cfg = MsmConfig { split, ..on };
+        let (got, info) = g
+            .engine
+            .msm_with(&g.stream, &bases, Scalars::Pinned(&pinned), &cfg)
+            .unwrap();
+        assert_eq!(
+            (info.plan.chunks(n), info.plan.sizes.staging),
+            (2, 3 * piece),
+            "G1 {what}: {:?}",
+            info.plan
+        );
+        let want = generated_msm::<G1>(&scalars, seed, GEN_POINTS_PER_THREAD);
+        assert_eq!(got, want, "G1 {what}, upload overlap, n = {n}");
+    }
 }
 
 /// The default configuration runs pair levels on dense G2 MSMs from 2^21 points and none on
@@ -918,6 +985,7 @@ fn batch_tight<C: MsmCurve>(n: usize, seed: u64) {
         pair_group: 0,
         binned_scatter: Some(false),
         copies: 1,
+        upload_overlap: Some(false),
     };
     // One window per pass, a tenth of the points per chunk: less than two whole sets of
     // scalars take, so the batch must stage them.

@@ -110,6 +110,12 @@ pub struct GpuProverConfig {
     /// Place every MSM's pairs by the binned scatter ([`MsmConfig::binned_scatter`]; `None`,
     /// the default, leaves it to each MSM's plan).
     pub msm_binned_scatter: Option<bool>,
+    /// Cut the MSMs of pinned scalars (L, A, B) in two so that the second half's upload runs
+    /// under the first half's work ([`MsmConfig::upload_overlap`]). `Some(false)`, the
+    /// default, never does: the reservations and budgets would count the extra staging and
+    /// bucket arrays before the partition has been measured with them; `None` leaves it to
+    /// each MSM's plan.
+    pub msm_upload_overlap: Option<bool>,
     /// Window width of shifted copies of the H bases ([`GpuProver::copy_h`]; the MSM's window
     /// range, 2 to 24; 22 is the width measured with few copies), made where an unmetered
     /// prover's device has room for them beside one host-evaluating proof. `None`, the
@@ -130,6 +136,7 @@ impl Default for GpuProverConfig {
             ntt_direct_factor_log: None,
             msm_affine_levels: 0,
             msm_binned_scatter: None,
+            msm_upload_overlap: Some(false),
             h_copy_bits: None,
         }
     }
@@ -277,6 +284,7 @@ impl GpuProver {
                 MsmConfig {
                     affine_levels: Some(config.msm_affine_levels),
                     binned_scatter: config.msm_binned_scatter,
+                    upload_overlap: config.msm_upload_overlap,
                     ..MsmConfig::default()
                 },
             )?,

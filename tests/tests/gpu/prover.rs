@@ -201,6 +201,27 @@ fn gpu_msm_pair_levels_and_binned_scatter_give_the_same_proofs() {
     }
 }
 
+/// MSMs of pinned scalars cut in two, the second half's upload under the first half's work,
+/// give the CPU prover's proofs (same r, s), unmetered and under a budget.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_msm_upload_overlap_gives_the_same_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
+    let porep = SyntheticPoRep::new((1 << 20) - 2, rand::random());
+    let inputs = porep.public_inputs();
+    let porep = case(porep, inputs, 5);
+    for budget in [None, Some(Budget::new("vram 0 (test)", 24 << 30))] {
+        let config = GpuProverConfig {
+            budget,
+            msm_upload_overlap: Some(true),
+            ..GpuProverConfig::default()
+        };
+        let prover = GpuProver::new(&device(), config).unwrap();
+        let params = prover.load(porep.params.clone()).unwrap();
+        check(&prover, &params, &porep, &mut rng);
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_batch_equals_single_proofs() {

@@ -123,6 +123,14 @@ pub struct MsmConfig {
     /// default, leaves it to the plan (binned from [`crate::plan::BIN_MIN_POINTS`] of tail);
     /// `Some(false)` never bins.
     pub binned_scatter: Option<bool>,
+    /// Cut an MSM of staged scalars (pinned or host) that one chunk would take into two, so
+    /// that the second half's upload runs under the first half's sort and accumulation, at
+    /// the price of staging buffers for half the scalars and a second bucket array in VRAM
+    /// and one addition of the second half's buckets into the first's
+    /// ([`crate::plan::Plan::with_upload_overlap`]). `None`, the default, leaves it to the
+    /// plan (where the hidden upload outweighs that addition twice,
+    /// [`crate::plan::overlap_pays`], and it fits the allowance); `Some(false)` never.
+    pub upload_overlap: Option<bool>,
 }
 
 /// Bases resident on the device, uploaded or generated once and used by many MSMs; optionally
@@ -498,6 +506,7 @@ impl MsmEngine {
             pair_group: config.pair_group,
             binned_scatter: config.binned_scatter,
             copies: 1,
+            upload_overlap: config.upload_overlap,
         }
     }
 

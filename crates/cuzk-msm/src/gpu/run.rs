@@ -73,6 +73,8 @@ impl MsmEngine {
         let copy_stride = u32::try_from(bases.len() / plan.copies as usize)
             .expect("a table's points are indexed in 31 bits");
         stream.zero(&mut ws.results.slice_mut(..windows + 1))?;
+        // Pieces staged so far in this call: which staging buffer the next one takes.
+        let mut staged = 0usize;
         for pass in 0..plan.passes() {
             let w_begin = pass * plan.pass_windows;
             let w_count = plan.pass_windows.min(plan.windows - w_begin);
@@ -103,14 +105,18 @@ impl MsmEngine {
                     let input: DeviceView<'_, FrRepr> = match source {
                         Source::Device(d, first) => d.slice(first + at..first + at + piece_len),
                         Source::Host(h) => {
-                            // Alternate staging buffers: the copy of the next piece runs on the
-                            // copy stream while this one is converted; buffer events order them.
-                            let staging = &mut ws.staging[piece % 2];
+                            // Staging buffers in turn: the copy of the next piece runs on the
+                            // copy stream while this one is converted, and with a chunk's worth
+                            // of them the next chunk's copies run under this chunk's sort and
+                            // accumulation; buffer events order them.
+                            let slot = staged % ws.staging.len();
+                            staged += 1;
+                            let staging = &mut ws.staging[slot];
                             self.copy.copy_to_device(
                                 &h[at..at + piece_len],
                                 &mut staging.slice_mut(..piece_len),
                             )?;
-                            ws.staging[piece % 2].slice(..piece_len)
+                            ws.staging[slot].slice(..piece_len)
                         }
                     };
                     let ones = split && pass == 0;

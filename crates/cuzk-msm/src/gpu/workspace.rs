@@ -3,7 +3,7 @@
 
 use super::launch::{BinBuffers, Partials};
 use crate::curve::MsmCurve;
-use crate::plan::Sizes;
+use crate::plan::{staging_slot, Sizes};
 use crate::MsmError;
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::FrRepr;
@@ -12,7 +12,9 @@ use cuzk_field::FrRepr;
 #[derive(Debug)]
 pub(super) struct Workspace<C: MsmCurve> {
     pub sizes: Sizes,
-    pub staging: [DeviceBuffer<FrRepr>; 2],
+    /// Staging buffers of [`staging_slot`] scalars for host scalars, used in turn: two, or
+    /// a chunk's pieces where the next chunk's upload overlaps this one's work.
+    pub staging: Vec<DeviceBuffer<FrRepr>>,
     pub canon: DeviceBuffer<FrRepr>,
     pub tail_idx: DeviceBuffer<u32>,
     pub ones_idx: DeviceBuffer<u32>,
@@ -56,10 +58,14 @@ fn alloc<T: bytemuck::Pod>(stream: &Stream, len: usize) -> Result<DeviceBuffer<T
 
 impl<C: MsmCurve> Workspace<C> {
     pub fn new(stream: &Stream, sizes: Sizes) -> Result<Self, MsmError> {
-        let staging = sizes.staging / 2;
+        let slot = staging_slot(sizes.staging);
+        let slots = sizes.staging.checked_div(slot).unwrap_or(2);
+        let staging = (0..slots)
+            .map(|_| alloc(stream, slot))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Workspace {
             sizes,
-            staging: [alloc(stream, staging)?, alloc(stream, staging)?],
+            staging,
             canon: alloc(stream, sizes.canon)?,
             tail_idx: alloc(stream, sizes.index)?,
             ones_idx: alloc(stream, sizes.index)?,

@@ -148,6 +148,7 @@ fn gpu_shifted_bases_chunked_at_size_and_refused() {
         pair_group: 0,
         binned_scatter: Some(false),
         copies: 4,
+        upload_overlap: Some(false),
     };
     for (chunk, sets) in [(n / 5, 6), (n / 3, 2), (n, 1)] {
         let allowance = Plan::with_chunk(&input, 12, sets, chunk).bytes(input.xyzz_bytes);
