@@ -149,7 +149,8 @@ pub struct PlanInput {
     /// The 0/1 split: index lists for the scalars equal to one and for the tail.
     pub split: bool,
     /// Scalars come from the host and need staging buffers on the device (two, so that the
-    /// next chunk's copy overlaps this chunk's work).
+    /// next piece's copy overlaps this piece's conversion; a chunk's worth where the next
+    /// chunk's upload overlaps this chunk's work, [`PlanInput::upload_overlap`]).
     pub staged: bool,
     /// Bytes of an XYZZ point (192 for G1, 384 for G2).
     pub xyzz_bytes: usize,

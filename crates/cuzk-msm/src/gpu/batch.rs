@@ -14,8 +14,9 @@
 //! S(k+1) waits (device-side, through the buffer's read event) for M(k−1), the last reader of
 //! its buffer, so it overlaps M(k). When two device scalar buffers do not fit the allowance
 //! next to the work buffers ([`BatchPlan`]), host sets run the single-call staged path instead: their pieces
-//! alternate between the workspace's two staging buffers, so only the first two pieces of set
-//! k+1 overlap M(k). The host waits once per set, for R(k−1), while M(k) runs.
+//! take the workspace's staging buffers in turn (two, planned without the upload overlap,
+//! unless a larger plan of the same group left more), so only the first of set k+1's pieces
+//! that have a free buffer overlap M(k). The host waits once per set, for R(k−1), while M(k) runs.
 
 use super::run::{Profile, ResultSlots};
 use super::{check_len, decide_split, lock, resolve, workspace, Bases, CallInfo, Source};

@@ -8,7 +8,10 @@
 //! sort of (bucket, point) pairs by signed window digit, and the bucket accumulation as a
 //! balanced segmented reduction with affine inputs into XYZZ buckets. After the chunks, each window's buckets are summed (running sums in segments);
 //! the window sums come back to the host, which combines them with Horner's rule. The host
-//! waits once per call, for that last copy.
+//! waits once per call, for that last copy. Staged scalars that one chunk would take may run
+//! in two chunks instead, each piece with a staging buffer of its own, so that the second
+//! chunk's upload runs under the first chunk's sort and accumulation
+//! ([`MsmConfig::upload_overlap`]).
 //!
 //! [`MsmEngine::msm_batch`] runs several scalar sets against the same bases, copying the next
 //! set's scalars while the current one computes and combining each set's window sums on the
