@@ -380,15 +380,16 @@ pub fn pair_threads(slots: usize, sm_count: u32, resident: usize) -> usize {
 
 /// Points per bucket of a pass (G1; twice that for G2) from which cutting a one-chunk MSM of
 /// staged scalars in two pays ([`overlap_pays`]).
-pub const OVERLAP_POINTS_PER_BUCKET: usize = 6;
+pub const OVERLAP_POINTS_PER_BUCKET: usize = 9;
 
 /// Whether an MSM of `n` staged scalars gains by running in two chunks, the second one's
 /// upload under the first one's sort and accumulation, with `pass_buckets` buckets a pass of
-/// `xyzz_bytes`-byte points. What it hides: half the upload, about 0.29 ns a point (32 bytes
-/// at 55 GB/s from page-locked memory on an H100); what it costs: adding the second chunk's
-/// buckets into the first's, an XYZZ addition and three bucket accesses, about 0.8 ns a G1
-/// bucket (twice for G2, whose additions cost three times the Fp products but whose buckets
-/// are fewer per point at the same width); kept where the gain is at least twice the cost.
+/// `xyzz_bytes`-byte points. Measured on an H100 (docs/perf.md, thirty-second session): the
+/// upload phase shrinks by about 0.19 ns a point of `n` (26 ms at 2^27), and adding the second
+/// chunk's buckets into the first's costs about 1.6 ns a G1 bucket (10–11 ms for 6.3–6.8
+/// million): even at about 8 points a bucket. G1 2^26 at 9.8 points a bucket gained 5.7 ms,
+/// at 16 7.7 ms, 2^27 at 20–21 points 15.6–19.3 ms. G2's additions cost three times the Fp
+/// products for a point twice the size: taken as twice the points a bucket.
 pub fn overlap_pays(n: usize, pass_buckets: usize, xyzz_bytes: usize) -> bool {
     let per_bucket = OVERLAP_POINTS_PER_BUCKET * (xyzz_bytes / 192).max(1);
     n >= per_bucket.saturating_mul(pass_buckets)
@@ -1708,9 +1709,9 @@ mod tests {
             };
             assert_eq!(Plan::new(&q).unwrap().chunks(n), chunks, "n = {n}");
         }
-        // The rule: G1 at six points a bucket of the pass, G2 at twelve.
-        assert!(overlap_pays(6 << 20, 1 << 20, 192) && !overlap_pays((6 << 20) - 1, 1 << 20, 192));
-        assert!(overlap_pays(12 << 20, 1 << 20, 384) && !overlap_pays(11 << 20, 1 << 20, 384));
+        // The rule: G1 at nine points a bucket of the pass, G2 at eighteen.
+        assert!(overlap_pays(9 << 20, 1 << 20, 192) && !overlap_pays((9 << 20) - 1, 1 << 20, 192));
+        assert!(overlap_pays(18 << 20, 1 << 20, 384) && !overlap_pays(17 << 20, 1 << 20, 384));
     }
 
     #[test]

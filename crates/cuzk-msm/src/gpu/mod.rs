@@ -131,8 +131,8 @@ pub struct MsmConfig {
     /// the price of staging buffers for half the scalars and a second bucket array in VRAM
     /// and one addition of the second half's buckets into the first's
     /// ([`crate::plan::Plan::with_upload_overlap`]). `None`, the default, leaves it to the
-    /// plan (where the hidden upload outweighs that addition twice,
-    /// [`crate::plan::overlap_pays`], and it fits the allowance); `Some(false)` never.
+    /// plan (where the hidden upload outweighs that addition, [`crate::plan::overlap_pays`],
+    /// and it fits the allowance); `Some(true)` wherever it fits; `Some(false)` never.
     pub upload_overlap: Option<bool>,
 }
 
