@@ -484,8 +484,8 @@ impl Plan {
         Ok(levels)
     }
 
-    /// `self` (one chunk of staged scalars, made by [`Plan::shaped`] from `input`) cut into two
-    /// even chunks whose every piece has a staging buffer of its own, where
+    /// `self` (a one-chunk plan of staged scalars made from `input` before any overlap) cut
+    /// into two even chunks whose every piece has a staging buffer of its own, where
     /// `input.upload_overlap` asks for it (`None`: where [`overlap_pays`]) and it fits the
     /// allowance. The copy stream then uploads the second chunk's pieces while the first
     /// chunk is sorted and accumulated, instead of after it; the second chunk's buckets are

@@ -700,18 +700,13 @@ fn gpu_upload_overlap_cuts_staged_msms_in_two() {
     for (i, n) in [2usize, 3, 2001].into_iter().enumerate() {
         let seed = 400 + 10 * i as u64;
         let host = random_bases::<G1>(n, seed);
+        let bases = upload::<G1>(&host);
         let scalars = random_scalars(n, seed + 1);
         let want = cpu::msm::<G1>(&host, &scalars).unwrap();
-        check_with("upload overlap", &upload::<G1>(&host), &scalars, &want, &on);
+        check_with("upload overlap", &bases, &scalars, &want, &on);
         let sparse = sparse_scalars(n, 0.3, 0.3, seed + 2);
         let want = cpu::msm::<G1>(&host, &sparse).unwrap();
-        check_with(
-            "upload overlap, sparse",
-            &upload::<G1>(&host),
-            &sparse,
-            &want,
-            &on,
-        );
+        check_with("upload overlap, sparse", &bases, &sparse, &want, &on);
     }
     let host = random_bases::<G2>(1001, 430);
     let scalars = random_scalars(1001, 431);
