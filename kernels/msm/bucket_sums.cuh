@@ -1,11 +1,27 @@
-//! The MSM's per-window bucket sums: Σ (j + 1)·B_j over segments of a window's buckets, from
-//! one running sum from the top bucket down. Instantiated by msm/msm.cu.
+//! The MSM's work on whole bucket arrays: a later chunk's buckets added into its pass's, and
+//! the per-window bucket sums Σ (j + 1)·B_j over segments of a window's buckets, from one
+//! running sum from the top bucket down. Instantiated by msm/msm.cu.
 #pragma once
 
 #include "msm/level.cuh"
 
 namespace cuzk {
 namespace msm {
+
+// Work item t < n: buckets[t] += more[t], one general addition an item and no divergence
+// but for infinity. A chunk's complete runs were stored into `more` (zeroed first), so most of
+// its buckets hold a sum where the pass's buckets hold one too.
+template <class F>
+__device__ __forceinline__ void add_buckets(xyzz_t<mem_t<F>>* buckets,
+                                            const xyzz_t<mem_t<F>>* more, uint32_t n) {
+    const uint64_t t = item_index<F>();
+    if (t >= n) return;
+    const xyzz_t<F> b = load_xyzz<F>(&more[t]);
+    if (is_inf(b)) return;
+    xyzz_t<F> a = load_xyzz<F>(&buckets[t]);
+    add_xyzz_inline(a, b);
+    store_xyzz<F>(&buckets[t], a);
+}
 
 // Thread (w, k) of the grid sums segment k, of 2^seg_log buckets, of window w: with bucket
 // j of the window standing for digit j + 1, it returns Σ (j + 1)·B_j over the segment as

@@ -2,8 +2,8 @@
 //! lanes per point): the exported kernels of the bucket accumulation (msm/level.cuh) and the
 //! per-window bucket sums (msm/bucket_sums.cuh), and the batch-affine pair levels
 //! (msm/pairs.cuh).
-//! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,bucket_sums,pair_level_sorted,
-//! pair_level_keyed,level_points}.
+//! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,add_buckets,bucket_sums,
+//! pair_level_sorted,pair_level_keyed,level_points}.
 #include "msm/bucket_sums.cuh"
 #include "msm/level.cuh"
 #include "msm/pairs.cuh"
@@ -18,7 +18,8 @@ using cuzk::msm::PairParams;
 // sign bit (stride 2 reads interleaved (key, value) pairs). level_xyzz: entries
 // (keys[i·stride] or i / key_div, pts[i]). Both: m entries (p.m_value or *m_in),
 // buckets[key] += complete runs (= with FLAG_STORE), out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
-// Launch at least ceil(m_max / span) work items. bucket_sums: w_count · (nb >> seg_log) work
+// Launch at least ceil(m_max / span) work items. add_buckets: buckets[i] += more[i] for
+// i < n, n work items. bucket_sums: w_count · (nb >> seg_log) work
 // items, out gets one point per item. A work item is lane_layout<F>::count threads (G1 one, G2
 // two), and the host launches that many threads per item.
 #define CUZK_MSM_CURVE_KERNELS(NAME, F, BOUNDS, LEVEL)                                         \
@@ -35,6 +36,10 @@ using cuzk::msm::PairParams;
         xyzz_t<mem_t<F>>* out_pts, uint32_t* m_out) {                                          \
         cuzk::msm::XyzzSource<F> src{pts};                                                     \
         cuzk::msm::LEVEL<F>(keys, src, m_in, p, buckets, out_keys, out_pts, m_out);            \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_add_buckets(         \
+        xyzz_t<mem_t<F>>* buckets, const xyzz_t<mem_t<F>>* more, uint32_t n) {                 \
+        cuzk::msm::add_buckets<F>(buckets, more, n);                                           \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_bucket_sums(         \
         const xyzz_t<mem_t<F>>* buckets, uint32_t w_count, uint32_t nb, uint32_t seg_log,      \

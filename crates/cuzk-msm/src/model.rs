@@ -669,16 +669,10 @@ pub fn msm<C: MsmCurve>(
                 );
             }
             if fresh {
-                assert!(level_outputs(w_count * nb, SPAN_XYZZ) <= plan.sizes.partial_a);
-                chain::<C>(
-                    None,
-                    1,
-                    Entries::Points(&chunk_buckets),
-                    w_count * nb,
-                    SPAN_XYZZ,
-                    &mut buckets,
-                    Flush::Add,
-                );
+                // `add_buckets`: one addition a bucket.
+                for (b, c) in buckets.iter_mut().zip(&chunk_buckets) {
+                    *b += c;
+                }
             }
         }
         let sums = window_sums::<C>(&buckets, w_count, nb, plan.seg_log);

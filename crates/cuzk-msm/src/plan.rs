@@ -17,7 +17,7 @@ pub const MAX_POINTS: usize = (1 << 31) - 1;
 /// Most points sorted together. Every chunk's complete runs land in empty buckets (a store):
 /// the pass's first chunk stores into the pass's buckets and each later one into a second,
 /// zeroed array ([`Sizes::chunk_points`]), which is then added into the first bucket by bucket
-/// in one uniform launch. (Adding each run into the buckets as it closed, a full XYZZ addition
+/// in one elementwise launch, an addition a thread. (Adding each run into the buckets as it closed, a full XYZZ addition
 /// and a random load on a divergent branch, halved the accumulation rate on the H200 when 2^26
 /// points went through in four chunks.)
 pub const MAX_CHUNK: usize = 1 << 27;
@@ -634,12 +634,10 @@ impl Plan {
         // A pass of several chunks adds each later chunk's buckets into the pass's.
         let chunked = chunk < input.n.max(1);
         let chunk_points = if chunked { hist } else { 0 };
-        // Every chain of levels (tail pairs, ones, segment sums, that addition) starts in
-        // buffer A.
+        // Every chain of levels (tail pairs, ones, segment sums) starts in buffer A.
         let first = level_outputs(pairs, span_affine)
             .max(level_outputs(chunk.min(PIECE), SPAN_ONES))
-            .max(level_outputs(segments, SPAN_XYZZ))
-            .max(level_outputs(chunk_points, SPAN_XYZZ));
+            .max(level_outputs(segments, SPAN_XYZZ));
         let second = level_outputs(first, SPAN_XYZZ);
         let piece = chunk.min(PIECE);
         let levels = input.levels();

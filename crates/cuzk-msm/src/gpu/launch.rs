@@ -84,6 +84,7 @@ struct PairParams {
 pub(super) struct CurveKernels {
     level_affine: Kernel,
     level_xyzz: Kernel,
+    add_buckets: Kernel,
     bucket_sums: Kernel,
     gen_points: Kernel,
     shift_copy: Kernel,
@@ -130,6 +131,7 @@ impl Kernels {
             Ok(CurveKernels {
                 level_affine: k(&format!("cuzk_msm_{g}_level_affine"))?,
                 level_xyzz: k(&format!("cuzk_msm_{g}_level_xyzz"))?,
+                add_buckets: k(&format!("cuzk_msm_{g}_add_buckets"))?,
                 bucket_sums: k(&format!("cuzk_msm_{g}_bucket_sums"))?,
                 gen_points: k(&format!("cuzk_curve_{g}_gen_points"))?,
                 shift_copy: k(&format!("cuzk_curve_{g}_shift_copy"))?,
@@ -685,6 +687,32 @@ pub(super) fn reduce<C: MsmCurve>(
                 .launch(threads(t * lanes, CURVE_BLOCK))
         }?;
     }
+    Ok(())
+}
+
+/// `buckets[i] += more[i]` for the first `n` buckets: a later chunk's buckets added into its
+/// pass's, one addition a work item.
+pub(super) fn add_buckets<C: MsmCurve>(
+    stream: &Stream,
+    k: &Kernels,
+    more: &DeviceBuffer<C::XyzzRepr>,
+    n: usize,
+    buckets: &mut DeviceBuffer<C::XyzzRepr>,
+) -> Result<(), MsmError> {
+    assert!(more.len() >= n && buckets.len() >= n);
+    let count = u32_len(n);
+    // SAFETY: `cuzk_msm_{g1,g2}_add_buckets(xyzz_t<F>* buckets, const xyzz_t<F>* more,
+    // uint32_t n)`: work item i < n (`lanes` threads each, the grid covering all of them) reads
+    // more[i] and reads and writes buckets[i], both below n (checked above); the two are
+    // distinct buffers.
+    unsafe {
+        stream
+            .launch(&k.curve::<C>().add_buckets)
+            .buf_mut(buckets)
+            .buf(more)
+            .arg(&count)
+            .launch(threads(n * lanes::<C>(), CURVE_BLOCK))
+    }?;
     Ok(())
 }
 

@@ -259,23 +259,13 @@ impl MsmEngine {
                     )?;
                 }
                 if fresh {
-                    // Bucket i of the chunk into bucket i of the pass: one entry a key, so
-                    // every work item adds each of its entries, with no divergence.
-                    launch::reduce::<C>(
+                    // Bucket i of the chunk into bucket i of the pass.
+                    launch::add_buckets::<C>(
                         stream,
                         k,
-                        FirstLevel::Xyzz {
-                            key_div: 1,
-                            pts: &ws.chunk_buckets,
-                        },
-                        Count::Host(
-                            u32::try_from(pass_buckets).expect("a pass's keys fit 32 bits"),
-                        ),
+                        &ws.chunk_buckets,
                         pass_buckets,
-                        SPAN_XYZZ,
-                        &mut ws.parts,
-                        &mut ws.buckets.slice_mut(..pass_buckets),
-                        Flush::Add,
+                        &mut ws.buckets,
                     )?;
                 }
             }
