@@ -634,10 +634,15 @@ impl Plan {
         // A pass of several chunks adds each later chunk's buckets into the pass's.
         let chunked = chunk < input.n.max(1);
         let chunk_points = if chunked { hist } else { 0 };
-        // Every chain of levels (tail pairs, ones, segment sums) starts in buffer A.
+        // Every chain of levels (tail pairs, ones, segment sums) starts in buffer A. It also
+        // keeps the room a chain over a pass's buckets took before a later chunk's buckets
+        // were added elementwise: without it, plans made under the same allowance take other
+        // chunks, and the workspaces that cover a tight proof's MSMs (`covering_of`) come out
+        // smaller than the plans they must serve (`plans_cut_to_run_in_a_covering_workspace`).
         let first = level_outputs(pairs, span_affine)
             .max(level_outputs(chunk.min(PIECE), SPAN_ONES))
-            .max(level_outputs(segments, SPAN_XYZZ));
+            .max(level_outputs(segments, SPAN_XYZZ))
+            .max(level_outputs(chunk_points, SPAN_XYZZ));
         let second = level_outputs(first, SPAN_XYZZ);
         let piece = chunk.min(PIECE);
         let levels = input.levels();
