@@ -1,7 +1,7 @@
 //! The curve half of the MSM, for G1 (fp_t, a thread per point) and G2 (fp2_lane_t, a pair of
-//! lanes per point): the exported kernels of the bucket accumulation (msm/level.cuh) and the
-//! per-window bucket sums (msm/bucket_sums.cuh), and the batch-affine pair levels
-//! (msm/pairs.cuh).
+//! lanes per point): the exported kernels of the bucket accumulation (msm/level.cuh), the
+//! addition of a later chunk's buckets and the per-window bucket sums (msm/bucket_sums.cuh),
+//! and the batch-affine pair levels (msm/pairs.cuh).
 //! Exported: cuzk_msm_{g1,g2}_{level_affine,level_xyzz,add_buckets,bucket_sums,
 //! pair_level_sorted,pair_level_keyed,level_points}.
 #include "msm/bucket_sums.cuh"

@@ -17,9 +17,9 @@ pub const MAX_POINTS: usize = (1 << 31) - 1;
 /// Most points sorted together. Every chunk's complete runs land in empty buckets (a store):
 /// the pass's first chunk stores into the pass's buckets and each later one into a second,
 /// zeroed array ([`Sizes::chunk_points`]), which is then added into the first bucket by bucket
-/// in one elementwise launch, an addition a thread. (Adding each run into the buckets as it closed, a full XYZZ addition
-/// and a random load on a divergent branch, halved the accumulation rate on the H200 when 2^26
-/// points went through in four chunks.)
+/// in one elementwise launch, an addition a work item. (Adding each run into the buckets as it
+/// closed, a full XYZZ addition and a random load on a divergent branch, halved the
+/// accumulation rate on the H200 when 2^26 points went through in four chunks.)
 pub const MAX_CHUNK: usize = 1 << 27;
 
 /// Scalars per upload: each piece is copied on the copy stream while the previous one is
@@ -386,8 +386,10 @@ pub const OVERLAP_POINTS_PER_BUCKET: usize = 9;
 /// upload under the first one's sort and accumulation, with `pass_buckets` buckets a pass of
 /// `xyzz_bytes`-byte points. Measured on an H100 (docs/perf.md, thirty-second session): the
 /// upload phase shrinks by about 0.19 ns a point of `n` (26 ms at 2^27), and adding the second
-/// chunk's buckets into the first's costs about 1.6 ns a G1 bucket (10–11 ms for 6.3–6.8
-/// million): even at about 8 points a bucket. G1 2^26 at 9.8 points a bucket gained 5.7 ms,
+/// chunk's buckets into the first's cost about 1.6 ns a G1 bucket (10–11 ms for 6.3–6.8
+/// million) through the reduction chain that addition took then: even at about 8 points a
+/// bucket. (The elementwise addition that replaced the chain is predicted at 0.6–0.8 ns a
+/// bucket, about four points; the rule moves when that is measured.) G1 2^26 at 9.8 points a bucket gained 5.7 ms,
 /// at 16 7.7 ms, 2^27 at 20–21 points 15.6–19.3 ms. G2's additions cost three times the Fp
 /// products for a point twice the size: taken as twice the points a bucket.
 pub fn overlap_pays(n: usize, pass_buckets: usize, xyzz_bytes: usize) -> bool {

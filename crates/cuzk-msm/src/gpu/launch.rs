@@ -464,7 +464,8 @@ pub(super) enum Count<'a> {
 /// How a reduction's levels flush a completed run into its bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Flush {
-    /// `buckets[key] += sum`: the buckets hold earlier chunks' sums (or the ones' running sum).
+    /// `buckets[key] += sum`: the buckets hold earlier chunks' sums (a later chunk of a plan
+    /// without a second bucket array) or a running sum (the ones, the window sums).
     Add,
     /// `buckets[key] = sum`: every bucket this reduction's keys name is at infinity and no
     /// other reduction writes it (chains over other keys may share the array). Each key's
@@ -702,9 +703,9 @@ pub(super) fn add_buckets<C: MsmCurve>(
     assert!(more.len() >= n && buckets.len() >= n);
     let count = u32_len(n);
     // SAFETY: `cuzk_msm_{g1,g2}_add_buckets(xyzz_t<F>* buckets, const xyzz_t<F>* more,
-    // uint32_t n)`: work item i < n (`lanes` threads each, the grid covering all of them) reads
-    // more[i] and reads and writes buckets[i], both below n (checked above); the two are
-    // distinct buffers.
+    // uint32_t n)`: work item i < n (`lanes` threads each; the grid's items past n return at
+    // once) reads more[i] and reads and writes buckets[i], with n at most either length
+    // (checked above); the two are distinct buffers.
     unsafe {
         stream
             .launch(&k.curve::<C>().add_buckets)
