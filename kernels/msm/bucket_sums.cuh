@@ -9,8 +9,9 @@ namespace cuzk {
 namespace msm {
 
 // Work item t < n: buckets[t] += more[t], one general addition an item, diverging only where
-// one side is at infinity (or, rarely, both sides are equal or opposite). A chunk's complete runs were stored into `more` (zeroed first), so most of
-// its buckets hold a sum where the pass's buckets hold one too.
+// one side is at infinity (or, rarely, both sides are equal or opposite). A chunk's complete
+// runs were stored into `more` (zeroed first), so most of its buckets hold a sum where the
+// pass's buckets hold one too.
 template <class F>
 __device__ __forceinline__ void add_buckets(xyzz_t<mem_t<F>>* buckets,
                                             const xyzz_t<mem_t<F>>* more, uint32_t n) {
