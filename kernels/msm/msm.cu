@@ -19,8 +19,8 @@ using cuzk::msm::PairParams;
 // (keys[i·stride] or i / key_div, pts[i]). Both: m entries (p.m_value or *m_in),
 // buckets[key] += complete runs (= with FLAG_STORE), out_keys/out_pts get 2·ceil(m / span) slots, *m_out that count.
 // Launch at least ceil(m_max / span) work items. add_buckets: buckets[i] += more[i] for
-// i < n, n work items. bucket_sums: w_count · (nb >> seg_log) work
-// items, out gets one point per item. A work item is lane_layout<F>::count threads (G1 one, G2
+// i < n, n work items. bucket_sums: w_count · (nb >> seg_log) work items, out gets one point
+// per item. A work item is lane_layout<F>::count threads (G1 one, G2
 // two), and the host launches that many threads per item.
 #define CUZK_MSM_CURVE_KERNELS(NAME, F, BOUNDS, LEVEL)                                         \
     extern "C" __global__ void __launch_bounds__ BOUNDS cuzk_msm_##NAME##_level_affine(        \

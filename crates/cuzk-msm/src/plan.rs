@@ -390,8 +390,8 @@ pub const OVERLAP_POINTS_PER_BUCKET: usize = 9;
 /// million) through the reduction chain that addition took then: even at about 8 points a
 /// bucket. (The elementwise addition that replaced the chain is predicted at 0.6–0.8 ns a
 /// bucket, about four points; the rule moves when that is measured.) G1 2^26 at 9.8 points a
-/// bucket gained 5.7 ms, at 16 7.7 ms, 2^27 at 20–21 points 15.6–19.3 ms. G2's additions cost three times the Fp
-/// products for a point twice the size: taken as twice the points a bucket.
+/// bucket gained 5.7 ms, at 16 7.7 ms, 2^27 at 20–21 points 15.6–19.3 ms. G2's additions cost
+/// three times the Fp products for a point twice the size: taken as twice the points a bucket.
 pub fn overlap_pays(n: usize, pass_buckets: usize, xyzz_bytes: usize) -> bool {
     let per_bucket = OVERLAP_POINTS_PER_BUCKET * (xyzz_bytes / 192).max(1);
     n >= per_bucket.saturating_mul(pass_buckets)
